@@ -1,1 +1,82 @@
-"""verifiers"""
+"""Batched NumPy verifiers for speculative sampling, and the verifier contract checker.
+
+Every verifier is a callable
+
+    verifier(children (n, K, d), mu_draft (n, d), mu_target (n, d), sigma scalar or (n,), rng)
+        -> VerifierResult(states (n, d), accepted (n,) bool, child_index (n,) int)
+
+with ``child_index == -1`` where not accepted and, where accepted, ``states[i]`` equal bit for bit
+to ``children[i, child_index[i]]`` (DESIGN section 4).  Rows are processed without a Python loop
+and independently: each rule draws its uniforms up front as ``rng.random((n, m))`` so row ``i``'s
+output depends only on its inputs and on its own block of the stream.
+
+>>> import numpy as np, rass_theory as rt
+>>> rng = np.random.default_rng(0)
+>>> mu_d, mu_t = np.zeros((5, 3)), np.full((5, 3), 0.2)
+>>> children = mu_d[:, None, :] + rng.standard_normal((5, 1, 3))
+>>> res = rt.verifiers.rmc()(children, mu_d, mu_t, 1.0, rng)
+>>> res.states.shape, res.accepted.dtype, rt.verifiers.check_contract(res, children)
+((5, 3), dtype('bool'), [])
+"""
+from __future__ import annotations
+
+from ._contract import VIOLATION_KINDS, ContractIssue, ContractViolation, check_contract
+from ._result import VerifierResult
+from .adapter import NodeRuleVerifier, from_node_rule
+from .dgrs import DGRSVerifier, dgrs
+from .policy import PolicyVerifier, policy, threshold
+from .rass import RASSVerifier, rass
+from .resample import ResampleVerifier, resample
+from .rmc import RMCVerifier, rmc
+
+__all__ = [
+    "rmc", "dgrs", "rass", "resample", "threshold", "policy", "from_node_rule",
+    "check_contract", "VerifierResult", "ContractViolation", "ContractIssue", "VIOLATION_KINDS",
+    "get_verifier", "VERIFIER_NAMES",
+    "RMCVerifier", "DGRSVerifier", "RASSVerifier", "ResampleVerifier", "PolicyVerifier", "NodeRuleVerifier",
+]
+
+#: Names accepted by :func:`get_verifier`.
+VERIFIER_NAMES = ("rmc", "dgrs", "rass", "threshold", "resample")
+
+
+def get_verifier(name_or_callable, K: int | None = None):
+    """Resolve a rule name or a user callable to a batched verifier.
+
+    Parameters
+    ----------
+    name_or_callable : str or callable
+        One of ``"rmc"``, ``"dgrs"``, ``"rass"`` (optimal weights), ``"threshold"`` (optimal
+        threshold policy), ``"resample"`` -- case-insensitive, ``-``/``_`` ignored -- or any
+        callable obeying the contract, returned unchanged.
+    K : int, optional
+        Children per node; checked against the rule (``"rmc"`` needs ``K = 1``).
+
+    Returns
+    -------
+    callable
+        ``verifier(children, mu_draft, mu_target, sigma, rng) -> VerifierResult``.
+    """
+    from .._validation import check_K
+
+    if K is not None:
+        K = check_K(K)
+    if callable(name_or_callable) and not isinstance(name_or_callable, str):
+        return name_or_callable
+    if not isinstance(name_or_callable, str):
+        raise TypeError(f"verifier must be a rule name {VERIFIER_NAMES} or a callable, "
+                        f"got {type(name_or_callable).__name__}")
+    key = name_or_callable.strip().lower().replace("-", "").replace("_", "")
+    if key == "rmc":
+        if K is not None and K != 1:
+            raise ValueError(f"verifier 'rmc' needs K = 1, got K = {K}")
+        return rmc()
+    if key == "dgrs":
+        return dgrs()
+    if key == "rass":
+        return rass()
+    if key == "threshold":
+        return threshold(K=K)
+    if key == "resample":
+        return resample()
+    raise ValueError(f"verifier must be one of {VERIFIER_NAMES} or a callable, got {name_or_callable!r}")

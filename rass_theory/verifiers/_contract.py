@@ -1,0 +1,160 @@
+"""Checker for the batched verifier contract (DESIGN section 4).
+
+A verifier is any callable ``verifier(children, mu_draft, mu_target, sigma, rng)``; the object it
+returns must expose ``states (n, d)``, ``accepted (n,)`` of bool and ``child_index (n,)`` of int,
+with ``child_index == -1`` exactly where ``accepted`` is false and, where accepted,
+``states[i]`` equal bit for bit to ``children[i, child_index[i]]``.  The checker is duck-typed
+so that user code not built on :class:`VerifierResult` is checked the same way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ContractViolation", "ContractIssue", "check_contract", "VIOLATION_KINDS"]
+
+#: Every kind of violation the checker can report, in the order it checks them.
+VIOLATION_KINDS = (
+    "missing_field",
+    "not_an_array",
+    "shape",
+    "dtype",
+    "non_finite",
+    "index_range",
+    "accepted_index_mismatch",
+    "not_a_copy",
+)
+
+
+class ContractViolation(ValueError):
+    """Raised by ``check_contract(..., strict=True)``; the message names every problem found.
+
+    Attributes
+    ----------
+    issues : list of ContractIssue
+    """
+
+    def __init__(self, issues):
+        self.issues = list(issues)
+        super().__init__("verifier broke the contract: " + "; ".join(str(i) for i in self.issues))
+
+
+@dataclass(frozen=True)
+class ContractIssue:
+    """One contract violation.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`VIOLATION_KINDS`.
+    message : str
+        Human-readable description naming the field and the rule broken.
+    n_rows : int
+        Number of rows affected (the batch size for whole-array problems).
+    rows : tuple of int
+        Up to five example row indices (empty for whole-array problems).
+    """
+
+    kind: str
+    message: str
+    n_rows: int
+    rows: tuple = ()
+
+    def __str__(self) -> str:
+        return f"[{self.kind}] {self.message}"
+
+
+def _rows_issue(kind: str, mask: np.ndarray, message: str) -> ContractIssue:
+    rows = np.flatnonzero(mask)
+    examples = tuple(int(r) for r in rows[:5])
+    return ContractIssue(kind, f"{message} ({rows.size} row(s), e.g. rows {list(examples)})", int(rows.size), examples)
+
+
+def check_contract(result, children, *, strict: bool = False) -> list:
+    """Check a verifier's output against the batched contract.
+
+    Parameters
+    ----------
+    result : object
+        What the verifier returned; must have attributes ``states``, ``accepted``,
+        ``child_index``.
+    children : array_like, shape (n, K, d)
+        The children the verifier was given.
+    strict : bool, default False
+        Raise :class:`ContractViolation` (a ``ValueError``) instead of returning the issues.
+
+    Returns
+    -------
+    list of ContractIssue
+        Empty when the contract holds.  Whole-array problems (missing field, wrong shape or
+        dtype) stop the row-wise checks, which would be meaningless.
+
+    Notes
+    -----
+    Checks, in order: the three fields exist and are arrays; ``states`` has shape ``(n, d)`` and
+    a real floating dtype, ``accepted`` shape ``(n,)`` and dtype bool, ``child_index`` shape
+    ``(n,)`` and an integer dtype; states are finite; ``-1 <= child_index < K``;
+    ``accepted[i] <=> child_index[i] != -1``; and where accepted,
+    ``states[i] == children[i, child_index[i]]`` exactly (compared after NumPy type promotion, so
+    a float32 child stored in a float64 state still counts as a copy).
+    """
+    children = np.asarray(children)
+    if children.ndim != 3:
+        raise ValueError(f"children must have shape (n, K, d), got {children.shape}")
+    n, K, d = children.shape
+    issues: list[ContractIssue] = []
+
+    fields = {}
+    for name in ("states", "accepted", "child_index"):
+        if not hasattr(result, name):
+            issues.append(ContractIssue("missing_field",
+                                        f"result of type {type(result).__name__} has no attribute {name!r}", n))
+            continue
+        try:
+            fields[name] = np.asarray(getattr(result, name))
+        except Exception as exc:  # noqa: BLE001 - any failure to convert is the user's bug to report
+            issues.append(ContractIssue("not_an_array", f"result.{name} cannot be converted to an array: {exc}", n))
+    if issues:
+        return _finish(issues, strict)
+
+    states, accepted, index = fields["states"], fields["accepted"], fields["child_index"]
+    for name, arr, shape in (("states", states, (n, d)), ("accepted", accepted, (n,)), ("child_index", index, (n,))):
+        if arr.shape != shape:
+            issues.append(ContractIssue("shape", f"result.{name} must have shape {shape}, got {arr.shape}", n))
+    if states.dtype.kind != "f":
+        issues.append(ContractIssue("dtype", f"result.states must have a real floating dtype, got {states.dtype}", n))
+    if accepted.dtype != np.bool_:
+        issues.append(ContractIssue("dtype", f"result.accepted must have dtype bool, got {accepted.dtype}", n))
+    if index.dtype.kind not in "iu":
+        issues.append(ContractIssue("dtype", f"result.child_index must have an integer dtype, got {index.dtype}", n))
+    if issues:
+        return _finish(issues, strict)
+
+    finite = np.isfinite(states).all(axis=1)
+    if not finite.all():
+        issues.append(_rows_issue("non_finite", ~finite, "result.states holds NaN or infinity"))
+    in_range = (index >= -1) & (index < K)
+    if not in_range.all():
+        issues.append(_rows_issue("index_range", ~in_range, f"result.child_index must lie in [-1, K-1] = [-1, {K - 1}]"))
+    mismatch = accepted != (index != -1)
+    if mismatch.any():
+        issues.append(_rows_issue("accepted_index_mismatch", mismatch,
+                                  "result.accepted must be True exactly where result.child_index != -1"))
+    check = accepted & in_range & (index >= 0)
+    rows = np.flatnonzero(check)
+    if rows.size:
+        claimed = children[rows, index[rows]]
+        same = (states[rows] == claimed).all(axis=1)
+        if not same.all():
+            bad = np.zeros(n, dtype=bool)
+            bad[rows[~same]] = True
+            issues.append(_rows_issue("not_a_copy", bad,
+                                      "result.states[i] claims to be children[i, child_index[i]] but differs from it"))
+    return _finish(issues, strict)
+
+
+def _finish(issues, strict):
+    if strict and issues:
+        raise ContractViolation(issues)
+    return issues

@@ -1,0 +1,102 @@
+"""Resolution of the ``weights`` argument of the RASS verifier into per-row rank weights."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .._validation import check_weights
+
+__all__ = ["resolve_weights", "describe_weights", "check_row_weights"]
+
+
+@functools.lru_cache(maxsize=512)
+def _optimal_single(K: int, delta: float) -> np.ndarray:
+    from ..optimize.rank_weights import optimal_rank_weights
+
+    w = np.asarray(optimal_rank_weights(K, delta).weights, dtype=np.float64)
+    w = check_weights(w, K, name="optimal_rank_weights(K, delta).weights", atol=1e-6)
+    w.setflags(write=False)
+    return w
+
+
+@functools.lru_cache(maxsize=64)
+def _interpolator(K: int):
+    from ..optimize.rank_weights import optimal_weights_interpolator
+
+    return optimal_weights_interpolator(K)
+
+
+def check_row_weights(w, K: int, n: int, name: str) -> np.ndarray:
+    """Validate per-row weights of shape ``(K,)`` or ``(n, K)`` on the simplex (tolerance 1e-6)."""
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim == 1:
+        return check_weights(w, K, name=name, atol=1e-6)
+    if w.shape != (n, K):
+        raise ValueError(f"{name} must have shape (K,) = ({K},) or (n, K) = {(n, K)}, got {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} must be finite")
+    if np.any(w < -1e-6):
+        raise ValueError(f"{name} must be non-negative")
+    sums = w.sum(axis=1)
+    if np.any(np.abs(sums - 1.0) > 1e-6 * K):
+        raise ValueError(f"{name} rows must sum to 1 (worst row sum {sums[np.argmax(np.abs(sums - 1))]!r})")
+    w = np.clip(w, 0.0, None)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
+    """Rank weights for rows with standardised displacements ``delta`` (n,).
+
+    Parameters
+    ----------
+    spec : "optimal", "uniform", array (K,), or callable ``(delta, K) -> weights``
+        ``"optimal"`` uses ``optimal_rank_weights(K, delta).weights`` (cached) when every row
+        has the same ``delta`` and ``optimal_weights_interpolator(K)`` otherwise.  A callable is
+        first called with the scalar ``delta`` when all rows share it; otherwise with the array
+        ``delta (n,)`` and must return ``(n, K)`` -- if it returns anything else it is called
+        once per distinct ``delta`` value.
+    K : int
+    delta : ndarray (n,)
+
+    Returns
+    -------
+    ndarray, shape (K,) or (n, K)
+    """
+    delta = np.asarray(delta, dtype=np.float64)
+    n = delta.shape[0]
+    single = n > 0 and bool(np.all(delta == delta[0]))
+    if isinstance(spec, str):
+        if spec == "optimal":
+            if n == 0:
+                return np.full(K, 1.0 / K)
+            if single:
+                return _optimal_single(K, float(delta[0]))
+            return check_row_weights(_interpolator(K)(delta), K, n, "optimal_weights_interpolator(K)(delta)")
+        if spec == "uniform":
+            return np.full(K, 1.0 / K)
+        raise ValueError(f"weights must be 'optimal', 'uniform', an array of shape (K,) or a callable, got {spec!r}")
+    if callable(spec):
+        if n == 0:
+            return np.full(K, 1.0 / K)
+        if single:
+            return check_row_weights(spec(float(delta[0]), K), K, n, "weights(delta, K)")
+        try:
+            out = np.asarray(spec(delta, K), dtype=np.float64)
+        except Exception:  # noqa: BLE001 - a scalar-only callable: fall back to one call per delta
+            out = None
+        if out is not None and out.shape == (n, K):
+            return check_row_weights(out, K, n, "weights(delta, K)")
+        values, inverse = np.unique(delta, return_inverse=True)
+        table = np.stack([check_row_weights(spec(float(v), K), K, n, "weights(delta, K)") for v in values])
+        return table[inverse.reshape(-1)]
+    return check_weights(spec, K, name="weights", atol=1e-6)
+
+
+def describe_weights(spec) -> str:
+    """Short text for ``repr``."""
+    if isinstance(spec, str):
+        return repr(spec)
+    if callable(spec):
+        return getattr(spec, "__name__", "callable")
+    return np.array2string(np.asarray(spec), precision=4, separator=", ")

@@ -1,0 +1,197 @@
+"""Verifiers for value-aware selection policies (DESIGN section 2.1, "beyond the paper")."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .._validation import check_delta, check_K
+from ._base import BuiltinVerifier
+from ._core import draw_uniforms, finish, prepare
+from .rass import fresh_orthogonal
+
+__all__ = ["PolicyVerifier", "policy", "threshold"]
+
+
+def _per_row(fn, delta):
+    """Wrap a per-row law ``fn(delta (n,), s (n,))`` to accept ``s (n, m)`` -> ``(n, m)``."""
+
+    def wrapped(s):
+        s = np.asarray(s, dtype=np.float64)
+        if s.ndim == 1:
+            return np.asarray(fn(delta, s), dtype=np.float64)
+        m = s.shape[1]
+        out = fn(np.repeat(delta, m), s.reshape(-1))
+        return np.asarray(out, dtype=np.float64).reshape(s.shape)
+
+    return wrapped
+
+
+@functools.lru_cache(maxsize=256)
+def _optimal_threshold(K: int, delta: float):
+    from ..optimize.policies import optimal_threshold_policy
+
+    return optimal_threshold_policy(K, delta).policy
+
+
+class PolicyVerifier(BuiltinVerifier):
+    """Exact verifier for any selection policy whose selected law is known.
+
+    Parameters
+    ----------
+    policy : SelectionPolicy or callable ``(K, delta) -> SelectionPolicy``
+        An object with ``.K``, ``.select(s (n, K), delta (n,), rng) -> child index (n,)``,
+        ``.selected_logpdf(delta (n,), s (n,))`` and ``.selected_cdf(delta (n,), s (n,))``.  A
+        factory is called once per distinct ``delta`` of a batch (cached by the caller's
+        factory, e.g. the optimal threshold policy).
+    orthogonal : {"selected", "fresh"}
+
+    Notes
+    -----
+    The policy selects one child; with ``g`` its selected law, accept w.p.
+    ``min(1, f(s)/g(s))`` (log space), else draw ``s'`` from ``(f - g)_+ / TV(f, g)`` by
+    inverse CDF (``exact.batch.sample_residual_generic``) and keep the selected child's
+    ``z_perp``.  Exact for every policy with a correct ``g`` (proof ``P3-rass-exact``, which only
+    uses the selected law); acceptance ``1 - TV(g, f)``.
+
+    Random numbers: ``rng.random((n, 2))`` (accept, residual), then whatever the policy's
+    ``select`` draws from the same generator (fresh orthogonal parts last).
+    """
+
+    name = "policy"
+
+    def __init__(self, policy, orthogonal: str = "selected", name: str | None = None):
+        if orthogonal not in ("selected", "fresh"):
+            raise ValueError(f"orthogonal must be 'selected' or 'fresh', got {orthogonal!r}")
+        is_policy = all(hasattr(policy, a) for a in ("select", "selected_logpdf", "selected_cdf"))
+        if not is_policy and not callable(policy):
+            raise TypeError("policy must have .select, .selected_logpdf and .selected_cdf, "
+                            f"or be a factory (K, delta) -> policy; got {type(policy).__name__}")
+        self.policy = policy
+        self._factory = None if is_policy else policy
+        if is_policy and getattr(policy, "K", None) is not None:
+            self.K = int(policy.K)
+        self.orthogonal = orthogonal
+        if name:
+            self.name = name
+
+    def __repr__(self) -> str:
+        return f"PolicyVerifier({self.policy!r}, orthogonal={self.orthogonal!r})"
+
+    def policy_for(self, K: int, delta: float):
+        """The policy used for ``K`` children at ``delta``."""
+        return self.policy if self._factory is None else self._factory(K, float(delta))
+
+    def expected_acceptance(self, K: int, delta: float) -> float:
+        from scipy import integrate
+
+        from ..exact.batch import target_logpdf
+
+        K, delta = check_K(K), check_delta(delta)
+        pol = self.policy_for(K, delta)
+        d = np.array([delta])
+
+        def overlap(s):
+            return float(np.exp(min(target_logpdf(d, np.array([s]))[0],
+                                    pol.selected_logpdf(d, np.array([s]))[0])))
+
+        value, _ = integrate.quad(overlap, -np.inf, np.inf, limit=200, epsabs=1e-12)
+        return float(value)
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        from ..exact import batch as exact_batch
+
+        batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
+        n, K = batch.n, batch.K
+        u = draw_uniforms(batch, 2)
+        accepted = batch.degenerate.copy()
+        chosen = np.zeros(n, dtype=np.int64)
+        live = np.flatnonzero(~accepted)
+        delta_all = batch.delta.astype(np.float64)
+        if self._factory is None:
+            groups = [(live, self.policy)]
+        else:
+            values, inverse = np.unique(delta_all[live], return_inverse=True)
+            groups = [(live[inverse.reshape(-1) == j], self._factory(K, float(v))) for j, v in enumerate(values)]
+        rejected_parts, new_s_parts = [], []
+        for rows, pol in groups:
+            if rows.size == 0:
+                continue
+            delta = delta_all[rows]
+            s = batch.s[rows]
+            child = np.asarray(pol.select(s, delta, batch.rng), dtype=np.int64)
+            if child.shape != (rows.size,) or np.any((child < 0) | (child >= K)):
+                raise ValueError(f"policy.select must return child indices in [0, {K - 1}] of shape "
+                                 f"({rows.size},), got shape {child.shape}")
+            s_sel = s[np.arange(rows.size), child]
+            log_ratio = exact_batch.target_logpdf(delta, s_sel) - pol.selected_logpdf(delta, s_sel)
+            take = np.log(u[rows, 0]) < log_ratio
+            chosen[rows] = child
+            accepted[rows] = take
+            rej = ~take
+            if rej.any():
+                d_rej = delta[rej]
+                new_s = exact_batch.sample_residual_generic(_per_row(pol.selected_logpdf, d_rej),
+                                                            _per_row(pol.selected_cdf, d_rej),
+                                                            d_rej, u[rows[rej], 1])
+                rejected_parts.append(rows[rej])
+                new_s_parts.append(np.asarray(new_s, dtype=np.float64))
+        if rejected_parts:
+            rejected = np.concatenate(rejected_parts)
+            new_s = np.concatenate(new_s_parts)
+        else:
+            rejected, new_s = np.empty(0, dtype=np.int64), np.empty(0)
+        fresh = None
+        if self.orthogonal == "fresh" and rejected.size:
+            fresh = fresh_orthogonal(batch.rng, n, batch.frame.direction)[rejected]
+        return finish(batch, chosen, accepted, new_s, rejected, fresh)
+
+
+def policy(p, orthogonal: str = "selected") -> PolicyVerifier:
+    """Return the exact verifier of a value-aware selection policy.
+
+    Parameters
+    ----------
+    p : SelectionPolicy or callable ``(K, delta) -> SelectionPolicy``
+        See :class:`rass_theory.optimize.policies.SelectionPolicy`.
+    orthogonal : {"selected", "fresh"}
+
+    Notes
+    -----
+    Accept the policy's pick w.p. ``min(1, f/g)`` where ``g`` is the policy's selected law,
+    otherwise draw from ``(f - g)_+ / TV``.  See :class:`PolicyVerifier`.
+    """
+    return PolicyVerifier(p, orthogonal)
+
+
+def threshold(t=None, weights=None, K: int | None = None, orthogonal: str = "selected") -> PolicyVerifier:
+    """Verifier of the threshold policy "top child if its ``s >= t``, else a rank from ``weights``".
+
+    Parameters
+    ----------
+    t : float, optional
+        Threshold on the top child's ``s``.  With ``t`` and ``weights`` both omitted the optimal
+        threshold policy ``optimal_threshold_policy(K, delta)`` is used for every distinct
+        ``delta`` of a batch (solved once per value and cached).
+    weights : array (K,), optional
+        Fallback rank weights (required with ``t``).
+    K : int, optional
+        Number of children (required with ``t``).
+    orthogonal : {"selected", "fresh"}
+
+    Notes
+    -----
+    Selected law: ``g(s) = K phi(s) Phi(s)^(K-1) 1{s >= t} + sum_j w'_j g_j(s)`` restricted by the
+    event that the top child is below ``t`` (piecewise order-statistic densities, see
+    ``optimize.policies.ThresholdRankPolicy``); exact by the argument of ``P3-rass-exact``.
+    """
+    if t is None and weights is None:
+        v = PolicyVerifier(_optimal_threshold, orthogonal, name="threshold")
+        if K is not None:
+            v.K = check_K(K)
+        return v
+    if t is None or weights is None or K is None:
+        raise ValueError("threshold needs t, weights and K together (or none of them for the optimal policy)")
+    from ..optimize.policies import ThresholdRankPolicy
+
+    return PolicyVerifier(ThresholdRankPolicy(check_K(K), float(t), weights), orthogonal, name="threshold")

@@ -1,0 +1,67 @@
+"""Reflection maximal coupling (RMC), the single-draft verifier (De Bortoli et al. 2025)."""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ndtr
+
+from .._validation import check_delta, check_K
+from ._base import BuiltinVerifier
+from ._core import draw_uniforms, finish, prepare
+
+__all__ = ["RMCVerifier", "rmc"]
+
+
+class RMCVerifier(BuiltinVerifier):
+    """Batched RMC verifier for nodes with exactly one child (K = 1).
+
+    Notes
+    -----
+    With ``s`` the child's standardised projection and ``f(s) = phi(s - delta)``, the child is
+    accepted with probability ``min(1, f(s)/phi(s)) = min(1, exp(s delta - delta^2/2))``
+    (computed in log space).  Otherwise the state is reflected, ``s -> delta - s``, keeping the
+    child's orthogonal part ``z_perp``.  The output has the target law ``N(mu_target, sigma^2 I)``
+    and the acceptance probability is ``2 Phi(-delta/2) = 1 - TV(phi, f)`` (proof ``P2-rmc``).
+
+    Random numbers: one uniform per row, ``rng.random((n, 1))``.  Degenerate rows
+    (``delta <= sqrt(eps)``) accept the child.
+    """
+
+    name = "rmc"
+    K = 1
+
+    def expected_acceptance(self, K: int, delta: float) -> float:
+        K = check_K(K)
+        delta = check_delta(delta)
+        if K != 1:
+            raise ValueError(f"K must be 1 for RMC, got {K}")
+        return float(2.0 * ndtr(-delta / 2.0))
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng, K=1)
+        u = draw_uniforms(batch, 1)[:, 0]
+        s = batch.s[:, 0]
+        delta = batch.delta.astype(np.float64)
+        log_ratio = s * delta - 0.5 * delta * delta
+        accepted = (np.log(u) < np.minimum(log_ratio, 0.0)) | batch.degenerate
+        rejected = np.flatnonzero(~accepted)
+        new_s = delta[rejected] - s[rejected]
+        chosen = np.zeros(batch.n, dtype=np.int64)
+        return finish(batch, chosen, accepted, new_s, rejected)
+
+
+def rmc() -> RMCVerifier:
+    """Return the batched reflection-maximal-coupling verifier (K = 1).
+
+    Returns
+    -------
+    RMCVerifier
+        Callable ``(children (n, 1, d), mu_draft (n, d), mu_target (n, d), sigma, rng)
+        -> VerifierResult``.
+
+    Notes
+    -----
+    Accept with probability ``min(1, phi(s - delta)/phi(s))``, else reflect ``s -> delta - s``
+    keeping ``z_perp``; acceptance ``2 Phi(-delta/2)``.  See :class:`RMCVerifier` and
+    ``proofs/P2-rmc.md``.
+    """
+    return RMCVerifier()
