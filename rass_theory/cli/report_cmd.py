@@ -1,0 +1,144 @@
+"""``rass-theory report``: build the full report (figures, tables, data) into a directory."""
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+
+import click
+
+from ..report.config import SECTION_KEYS
+
+__all__ = ["report", "parse_int_list", "parse_float_grid"]
+
+
+def parse_int_list(text: str, name: str) -> tuple[int, ...]:
+    """Parse ``"1,2,4,8"`` into integers; raise ``click.BadParameter`` naming ``name``."""
+    try:
+        values = tuple(int(x) for x in text.replace(" ", "").split(",") if x != "")
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers such as 1,2,4,8, got {text!r}",
+                                 param_hint=name) from None
+    if not values:
+        raise click.BadParameter("must list at least one value", param_hint=name)
+    return values
+
+
+def parse_float_grid(text: str, name: str) -> tuple[float, ...]:
+    """Parse ``"0,0.5,1"`` or ``"START:STOP:STEP"`` (inclusive) into floats."""
+    import numpy as np
+
+    text = text.replace(" ", "")
+    try:
+        if ":" in text:
+            parts = [float(x) for x in text.split(":")]
+            if len(parts) != 3:
+                raise ValueError
+            start, stop, step = parts
+            if not step > 0 or stop < start:
+                raise click.BadParameter(f"START:STOP:STEP needs STEP > 0 and STOP >= START, got {text!r}",
+                                         param_hint=name)
+            n = int(np.floor((stop - start) / step + 1e-9)) + 1
+            if n > 2000:
+                raise click.BadParameter(f"grid {text!r} has {n} points; at most 2000", param_hint=name)
+            return tuple(float(x) for x in np.round(start + step * np.arange(n), 12))
+        values = tuple(float(x) for x in text.split(",") if x != "")
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers or START:STOP:STEP, got {text!r}",
+                                 param_hint=name) from None
+    if not values:
+        raise click.BadParameter("must list at least one value", param_hint=name)
+    return values
+
+
+class _RichProgress:
+    """Adapter from the builder's progress protocol to a rich progress bar per section."""
+
+    def __init__(self, progress):
+        self.progress = progress
+        self.tasks = {}
+
+    def section(self, key, title):
+        task = self.progress.add_task(title, total=None)
+        self.tasks[key] = task
+
+        def callback(done, total):
+            self.progress.update(task, completed=done, total=total)
+
+        return callback
+
+    def done(self, key, status):
+        task = self.tasks[key]
+        t = self.progress.tasks[self.tasks[key]]
+        label = {"ok": "", "unavailable": " [yellow](unavailable)", "failed": " [red](FAILED)"}[status]
+        self.progress.update(task, total=t.total or 1, completed=t.total or 1, description=t.description + label)
+
+
+@click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, dir_okay=True, writable=False),
+              help="Destination directory (written atomically; an existing report there is replaced on success).")
+@click.option("--quick", is_flag=True, help="Reduced grids and sample sizes (about 30 s): previews and tests.")
+@click.option("--K", "K", metavar="LIST", help="Children per node for the acceptance and tree figures, e.g. 1,2,4,8.")
+@click.option("--deltas", metavar="GRID", help="Delta grid: comma list or START:STOP:STEP (inclusive), e.g. 0:4:0.125.")
+@click.option("--weights-K", "weights_K", metavar="LIST", help="K values of the optimal-weights figure, e.g. 2,4,8.")
+@click.option("--n-samples", type=int, help="Samples per verifier for the exactness certificate.")
+@click.option("--seed", type=int, help="Root seed of every random draw (default 0).")
+@click.option("--gm-csv", type=click.Path(exists=True, dir_okay=False),
+              help="CSV from `rass-theory sweep-gm`; default: run a small embedded sweep.")
+@click.option("--formats", metavar="LIST", help="Figure formats besides PNG: svg, pdf (default png,svg).")
+@click.option("--sections", metavar="LIST", help=f"Subset of sections to build: {','.join(SECTION_KEYS)}.")
+@click.option("--force", is_flag=True, help="Replace --out even if it is a non-empty directory that is not a report.")
+@click.option("--keep-going", is_flag=True, help="Record a failing section in the report instead of aborting "
+                                                 "(the exit status is still non-zero).")
+@click.option("--strict", is_flag=True, help="Exit non-zero if any section is unavailable.")
+def report(out, quick, K, deltas, weights_K, n_samples, seed, gm_csv, formats, sections, force, keep_going, strict):
+    """Write the rass_theory report to --out: index.md, index.html, figures/ (PNG + vector), data/ (CSV + JSON).
+
+    Sections: exact acceptance of RMC, D-GRS, RASS and the threshold policy against the
+    list-coupling bound; optimal rank weights; predicted speedup for draft trees; an exactness
+    certificate of every built-in verifier with a p-value QQ plot; the harness's power; and
+    Gaussian-mixture speedups. With no option besides --out it runs on embedded defaults.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..report import ReportConfig, ReportError, build_report
+
+    overrides = {}
+    if K is not None:
+        overrides["K_values"] = parse_int_list(K, "--K")
+    if deltas is not None:
+        overrides["deltas"] = parse_float_grid(deltas, "--deltas")
+    if weights_K is not None:
+        overrides["weights_K"] = parse_int_list(weights_K, "--weights-K")
+    if n_samples is not None:
+        overrides["n_samples"] = n_samples
+    if seed is not None:
+        overrides["seed"] = seed
+    if gm_csv is not None:
+        overrides["gm_csv"] = gm_csv
+    if formats is not None:
+        overrides["formats"] = tuple(x for x in formats.replace(" ", "").split(",") if x)
+    if sections is not None:
+        overrides["sections"] = tuple(x for x in sections.replace(" ", "").split(",") if x)
+    try:
+        config = ReportConfig.default(quick=quick, **overrides)
+    except (ValueError, TypeError) as exc:
+        raise click.UsageError(f"invalid parameter: {exc}") from None
+
+    console = Console(stderr=True)
+    command = "rass-theory " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None
+    t0 = time.perf_counter()
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=False) as bar:
+            summary = build_report(out, config, force=force, progress=_RichProgress(bar),
+                                   keep_going=keep_going, command=command)
+    except ReportError as exc:
+        raise click.ClickException(str(exc)) from None
+    elapsed = time.perf_counter() - t0
+    console.print(f"[bold]report written to {summary.out}[/bold] ({len(summary.files)} files, {elapsed:.1f} s)")
+    for s in summary.unavailable:
+        console.print(f"[yellow]section unavailable: {s.title}: {s.reason}")
+    if strict and summary.unavailable:
+        raise click.ClickException(f"{len(summary.unavailable)} section(s) unavailable (--strict)")

@@ -1,0 +1,209 @@
+"""Assemble a report: run each section, save figures and data, render index.md / index.html.
+
+Sections are independent functions ``section(ctx) -> list of blocks``. A section whose data
+source is not installed raises :class:`SectionUnavailable`; the report then says so (and why)
+instead of drawing anything. Any other error aborts the report (the destination is untouched)
+unless ``keep_going`` is set, in which case the section is marked FAILED in the report, the
+manifest records it and :func:`build_report` still raises :class:`ReportError` after writing.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..plot.style import save_figure
+from ..plot.table import Table
+from .config import SECTION_KEYS, ReportConfig
+from .document import (BulletList, CodeBlock, Document, FigureBlock, Heading, Note, Paragraph, TableBlock,
+                       render_html, render_markdown)
+from .writer import MANIFEST_NAME, AtomicDirectory, ReportError, file_manifest, write_json
+
+__all__ = ["SectionUnavailable", "SectionContext", "SectionResult", "ReportSummary", "build_report"]
+
+
+class SectionUnavailable(Exception):
+    """A section's data source is missing; the message says which and why."""
+
+
+def unavailable_from(exc: BaseException, what: str) -> SectionUnavailable:
+    """Turn an import failure of another package into a :class:`SectionUnavailable`."""
+    return SectionUnavailable(f"{what} is not available in this installation "
+                              f"({type(exc).__name__}: {exc})")
+
+
+def is_missing_dependency(exc: BaseException) -> bool:
+    """True for an import of a ``rass_theory`` module or name that does not exist (yet)."""
+    if isinstance(exc, ModuleNotFoundError):
+        return (exc.name or "").startswith("rass_theory")
+    if isinstance(exc, ImportError):
+        return (getattr(exc, "name", None) or "").startswith("rass_theory")
+    return False
+
+
+class SectionContext:
+    """What a section function gets: the config, an output root, and save helpers."""
+
+    def __init__(self, root: Path, config: ReportConfig, key: str, progress=None):
+        self.root, self.config, self.key = Path(root), config, key
+        self.progress = progress
+        self.files: list[str] = []
+        (self.root / "figures").mkdir(exist_ok=True)
+        (self.root / "data").mkdir(exist_ok=True)
+
+    def save_data(self, name: str, table: Table) -> str:
+        """Write ``data/<name>.csv`` and ``data/<name>.json``; return the CSV's relative path."""
+        csv_rel, json_rel = f"data/{name}.csv", f"data/{name}.json"
+        table.to_csv(self.root / csv_rel)
+        table.to_json(self.root / json_rel)
+        self.files += [csv_rel, json_rel]
+        return csv_rel
+
+    def save_figure(self, name: str, fig, *, caption: str, alt: str, data: str | None = None) -> FigureBlock:
+        """Write ``figures/<name>.<fmt>`` for every configured format; return the figure block."""
+        paths = save_figure(fig, self.root / "figures" / name, self.config.formats)
+        rels = [p.relative_to(self.root).as_posix() for p in paths]
+        self.files += rels
+        png = next(r for r in rels if r.endswith(".png"))
+        links = tuple((r.rsplit(".", 1)[1].upper(), r) for r in rels if not r.endswith(".png"))
+        if data:
+            links += (("data (CSV)", data),)
+        return FigureBlock(image=png, alt=alt, caption=caption, links=links)
+
+
+@dataclass
+class SectionResult:
+    key: str
+    title: str
+    status: str              # "ok", "unavailable" or "failed"
+    blocks: list = field(default_factory=list)
+    reason: str = ""
+    seconds: float = 0.0
+    files: list = field(default_factory=list)
+
+
+@dataclass
+class ReportSummary:
+    """What :func:`build_report` wrote."""
+
+    out: Path
+    sections: list
+    files: list
+    seconds: float
+
+    @property
+    def unavailable(self) -> list:
+        return [s for s in self.sections if s.status == "unavailable"]
+
+
+def _section_registry():
+    from . import sections
+
+    return sections.SECTIONS
+
+
+def build_report(out, config: ReportConfig | None = None, *, force: bool = False, progress=None,
+                 keep_going: bool = False, command: str | None = None) -> ReportSummary:
+    """Build the whole report into ``out`` atomically.
+
+    Parameters
+    ----------
+    out : path
+        Destination directory. Written to a temporary sibling first and renamed into place only
+        when complete; an existing ``out`` is replaced only on success (and only if it is empty
+        or a previous report, unless ``force``).
+    config : ReportConfig, optional
+        Defaults to ``ReportConfig.default()``.
+    progress : object, optional
+        ``progress.section(key, title)`` returns a ``callback(done, total)``;
+        ``progress.done(key, status)`` is called after each section.
+    keep_going : bool
+        Record a failing section in the report instead of aborting; the report is still moved
+        into place, then :class:`ReportError` is raised so the caller exits non-zero.
+    command : str, optional
+        Command line recorded in the report for reproducibility.
+
+    Returns
+    -------
+    ReportSummary
+    """
+    config = ReportConfig.default() if config is None else config
+    if not isinstance(config, ReportConfig):
+        raise TypeError(f"config must be a ReportConfig, got {type(config).__name__}")
+    registry = _section_registry()
+    t0 = time.perf_counter()
+    results: list[SectionResult] = []
+    failed: list[SectionResult] = []
+    with AtomicDirectory(out, force=force) as tmp:
+        for key in config.sections:
+            title, func = registry[key]
+            callback = progress.section(key, title) if progress is not None else None
+            ctx = SectionContext(tmp, config, key, callback)
+            ts = time.perf_counter()
+            try:
+                blocks = func(ctx)
+                res = SectionResult(key, title, "ok", blocks)
+            except SectionUnavailable as exc:
+                res = SectionResult(key, title, "unavailable", [Note(str(exc), "unavailable")], str(exc))
+            except Exception as exc:
+                if is_missing_dependency(exc):
+                    msg = str(unavailable_from(exc, "a module this section needs"))
+                    res = SectionResult(key, title, "unavailable", [Note(msg, "unavailable")], msg)
+                elif keep_going:
+                    msg = f"{type(exc).__name__}: {exc}"
+                    res = SectionResult(key, title, "failed",
+                                        [Note(f"this section raised {msg}", "fail"),
+                                         CodeBlock(traceback.format_exc(limit=6))], msg)
+                    failed.append(res)
+                else:
+                    raise ReportError(f"section {key!r} ({title}) failed: {type(exc).__name__}: {exc}") from exc
+            res.seconds = time.perf_counter() - ts
+            res.files = list(ctx.files)
+            results.append(res)
+            if progress is not None:
+                progress.done(key, res.status)
+        doc = _document(config, results, command)
+        (tmp / "index.md").write_text(render_markdown(doc), encoding="utf-8")
+        (tmp / "index.html").write_text(render_html(doc), encoding="utf-8")
+        elapsed = time.perf_counter() - t0
+        files = file_manifest(tmp)
+        write_json(tmp / MANIFEST_NAME, {
+            "tool": "rass_theory", "version": __version__, "complete": not failed,
+            "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "command": command, "python": platform.python_version(), "platform": platform.platform(),
+            "seconds": round(elapsed, 3), "config": config.to_dict(),
+            "sections": [{"key": r.key, "title": r.title, "status": r.status, "reason": r.reason,
+                          "seconds": round(r.seconds, 3), "files": r.files} for r in results],
+            "files": files,
+        })
+    summary = ReportSummary(Path(os.path.abspath(out)), results, [f["path"] for f in files] + [MANIFEST_NAME],
+                            time.perf_counter() - t0)
+    if failed:
+        raise ReportError("report written to {} but these sections FAILED: {}".format(
+            summary.out, ", ".join(f"{r.key} ({r.reason})" for r in failed)))
+    return summary
+
+
+def _document(config: ReportConfig, results: list, command: str | None) -> Document:
+    doc = Document("rass_theory report: acceptance, optimal weights, exactness, speedups")
+    mode = "quick (reduced grids and sample sizes)" if config.quick else "default"
+    doc.add(Paragraph(
+        f"Generated by `rass_theory` {__version__} in {mode} mode, root seed {config.seed}. "
+        "Every figure is also saved as a vector file, and the numbers behind it are in `data/` "
+        "(CSV and JSON). `manifest.json` lists every file with its SHA-256 and the full parameters."))
+    if command:
+        doc.add(Paragraph("Reproduce with:"), CodeBlock(command))
+    items = []
+    for r in results:
+        state = {"ok": "", "unavailable": " — unavailable", "failed": " — FAILED"}[r.status]
+        items.append(f"[{r.title}](#{r.key}){state} ({r.seconds:.1f} s)")
+    doc.add(Heading("Contents", 2), BulletList(tuple(items)))
+    for r in results:
+        doc.add(Heading(r.title, 2, anchor=r.key))
+        doc.blocks.extend(r.blocks)
+    return doc
