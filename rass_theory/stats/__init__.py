@@ -1,1 +1,40 @@
-"""stats"""
+"""Streaming, mergeable exactness statistics and the exactness harness.
+
+Public entry points (re-exported lazily by :mod:`rass_theory`):
+
+* :func:`check_exactness` -- is a verifier exact?  A report with stated power.
+* :func:`certify` -- the same over a grid of nodes with the family-wise error held across it.
+* :class:`ExactnessReport`, :class:`ExactnessCounts` -- the result and its mergeable statistics.
+
+Modules: ``node`` (synthetic node, seeds, chunk plan), ``streaming`` (mergeable counts),
+``tests`` (hypothesis tests on the counts), ``power`` (detectable distance), ``harness``,
+``certify``, ``checkpoint``, ``report``.
+"""
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["check_exactness", "certify", "ExactnessReport", "ExactnessCounts", "CertifyResult",
+           "StatisticalTest", "detectable_ks_distance"]
+
+_LAZY = {
+    "check_exactness": "rass_theory.stats.harness",
+    "certify": "rass_theory.stats.certify",
+    "CertifyResult": "rass_theory.stats.certify",
+    "ExactnessReport": "rass_theory.stats.report",
+    "StatisticalTest": "rass_theory.stats.report",
+    "ExactnessCounts": "rass_theory.stats.streaming",
+    "detectable_ks_distance": "rass_theory.stats.power",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rass_theory.stats' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)
