@@ -119,6 +119,8 @@ def pvalue_qq_data(verifiers=None, *, n_seeds=20, K=4, delta=0.5, dim=8, n_sampl
         for r in range(n_seeds):
             rep = _run(verifier, k, delta, dim, n_samples, alpha, derive_seed(seed, 1000 + i, r))
             for t in rep.tests:
+                if t.name == "contract" or not np.isfinite(t.pvalue):
+                    continue  # the contract check is a verdict, not a statistical test
                 rows.append({"verifier": name, "rep": r, "test": str(t.name), "pvalue": float(t.pvalue),
                              "passed": bool(rep.passed)})
             prog.step()
@@ -130,18 +132,20 @@ def plot_certificate(table: Table, *, alpha: float | None = None, title: str | N
     """Grid of p-values: one row per verifier, one column per test, verdict on the right.
 
     Cells are shaded by ``-log10 p`` (darker = smaller p-value) and annotated with the p-value;
-    the adjusted p-value decides the verdict, as in the harness.
+    the adjusted p-value and the contract check (not drawn) decide the verdict, as in the harness.
     """
     import matplotlib as mpl
 
     alpha = float(table.meta.get("alpha", 1e-3)) if alpha is None else alpha
     names = list(dict.fromkeys(table["verifier"].tolist()))
-    tests = list(dict.fromkeys(table["test"].tolist()))
+    tests = [t for t in dict.fromkeys(table["test"].tolist()) if t != "contract"]
     P = np.full((len(names), len(tests)), np.nan)
     verdict = {}
     for rec in table.records():
-        P[names.index(rec["verifier"]), tests.index(rec["test"])] = rec["pvalue"]
         verdict[rec["verifier"]] = rec["passed"]
+        if rec["test"] not in tests:
+            continue
+        P[names.index(rec["verifier"]), tests.index(rec["test"])] = rec["pvalue"]
     score = -np.log10(np.clip(P, 1e-300, 1))
     vmax = max(-math.log10(alpha) + 1, 4.0)
     with style_context():

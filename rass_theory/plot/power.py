@@ -26,17 +26,26 @@ __all__ = ["harness_family", "detectable_distance_data", "default_mutant", "muta
 DEFAULT_MUTANT = "orthogonal_damaged"
 
 
-def harness_family() -> dict:
-    """Family size ``m`` and bin count ``B`` the harness uses by default (from its module)."""
-    from rass_theory.stats import harness
+def harness_family(K=4, delta=0.5, dim=8, alpha=1e-3, false_pass_rate=0.01) -> dict:
+    """Holm family size ``m`` and PIT bins ``B`` of a default harness run at one cell.
 
-    out = {}
-    for key, names in (("n_tests", ("DEFAULT_N_TESTS", "N_TESTS")), ("n_bins", ("DEFAULT_N_BINS", "N_BINS"))):
-        for name in names:
-            if hasattr(harness, name):
-                out[key] = int(getattr(harness, name))
-                break
-    return out
+    Runs ``rt.check_exactness`` once on 1,000 RASS samples and counts its statistical tests (the
+    contract check is not part of the family), then checks that the harness's own
+    ``detectable_ks_distance`` is reproduced by :func:`~rass_theory.stats.power.detectable_ks_distance`
+    with these values.
+    """
+    import rass_theory as rt
+    from rass_theory.stats.harness import DEFAULT_N_BINS
+    from rass_theory.stats.power import detectable_ks_distance
+
+    rep = rt.check_exactness(rt.verifiers.rass(), K=K, delta=delta, dim=dim, n_samples=1000, alpha=alpha, rng=0,
+                             false_pass_rate=false_pass_rate)
+    n_tests = sum(1 for t in rep.tests if t.name != "contract")
+    mine = detectable_ks_distance(rep.n_valid, alpha, n_tests, false_pass_rate, DEFAULT_N_BINS)
+    if not np.isclose(mine, rep.detectable_ks_distance, rtol=1e-12):
+        raise RuntimeError(f"harness family mismatch: m={n_tests}, B={DEFAULT_N_BINS} give {mine}, "
+                           f"the harness reports {rep.detectable_ks_distance}")
+    return {"n_tests": n_tests, "n_bins": DEFAULT_N_BINS}
 
 
 def detectable_distance_data(ns, *, alpha=1e-3, false_pass_rate=0.01, n_tests=None, n_bins=None) -> Table:
@@ -49,7 +58,8 @@ def detectable_distance_data(ns, *, alpha=1e-3, false_pass_rate=0.01, n_tests=No
     alpha, false_pass_rate : float
         Family-wise level and allowed false-pass rate ``beta``.
     n_tests, n_bins : int, optional
-        Holm family size and PIT bins; default: the harness's own (:func:`harness_family`).
+        Holm family size and PIT bins; default: those of a default harness run at
+        ``K = 4, delta = 0.5, dim = 8`` (:func:`harness_family`).
 
     Returns
     -------
@@ -60,11 +70,12 @@ def detectable_distance_data(ns, *, alpha=1e-3, false_pass_rate=0.01, n_tests=No
 
     ns = check_ints(ns, "ns", minimum=1)
     alpha = check_probability(alpha, "alpha")
-    fam = harness_family() if n_tests is None or n_bins is None else {}
-    n_tests = n_tests if n_tests is not None else fam.get("n_tests")
-    n_bins = n_bins if n_bins is not None else fam.get("n_bins")
-    if n_tests is None:
-        raise ValueError("n_tests is not given and the harness does not expose its family size")
+    if n_tests is None or n_bins is None:
+        fam = harness_family(alpha=alpha, false_pass_rate=false_pass_rate)
+        n_tests = fam["n_tests"] if n_tests is None else n_tests
+        n_bins = fam["n_bins"] if n_bins is None else n_bins
+    n_tests = check_positive_int(n_tests, "n_tests")
+    n_bins = check_positive_int(n_bins, "n_bins")
     curve = np.unique(np.concatenate([np.geomspace(min(ns), max(ns) * 3, 60).astype(int), ns]))
     rows = [{"n": int(n), "detectable_ks_distance": detectable_ks_distance(int(n), alpha, n_tests,
                                                                            false_pass_rate, n_bins),

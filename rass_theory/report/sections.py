@@ -221,10 +221,12 @@ def section_power(ctx: SectionContext):
 
     cfg = ctx.config
     _probe("rass_theory.check_exactness", lambda: __import__("rass_theory").check_exactness)
-    dkw = power.detectable_distance_data(cfg.power_ns, alpha=cfg.alpha)
+    fam = power.harness_family(cfg.cert_K, cfg.cert_delta, cfg.cert_dim, cfg.alpha)
+    dkw = power.detectable_distance_data(cfg.power_ns, alpha=cfg.alpha, **fam)
     blocks = [Paragraph(
         "Power of the harness: the smallest Kolmogorov-Smirnov distance between the committed law and "
-        f"the target that a run of n samples detects (alpha = {cfg.alpha:g}; the harness's DKW formula), "
+        f"the target that a run of n samples detects (alpha = {cfg.alpha:g}, Holm family of {fam['n_tests']} "
+        f"tests, {fam['n_bins']} PIT bins: the harness's DKW formula), "
         "and the measured rejection rate of a known-wrong verifier from `rass_theory.mutants`.")]
     try:
         mutant = power.default_mutant(cfg.power_mutant)
