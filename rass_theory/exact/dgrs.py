@@ -1,0 +1,552 @@
+"""D-GRS (sequence coupling in drafting order) in closed form: residual levels and batch helpers.
+
+Greedy rejection sampling over the children in drafting order uses the recursive residuals
+
+    r_0 = f = phi(s - delta),   r_k = (r_{k-1} - phi)_+ / Z_k,
+
+and accepts child ``k`` with probability ``min(1, r_{k-1}(s_k) / phi(s_k))``.  With
+``P_0 = 1``, ``P_k = Z_1 ... Z_k`` (the probability that the first ``k`` children are rejected) and
+``S_k = P_0 + ... + P_{k-1}``, every residual is a half-line piece of a two-term combination,
+
+    P_k r_k(s) = (f(s) - S_k phi(s))_+ = (f(s) - S_k phi(s)) 1{s >= c_k},
+    c_k = delta / 2 + log(S_k) / delta,
+
+so ``r_k = a_k f - b_k phi`` on ``[c_k, inf)`` with ``a_k = 1 / P_k``, ``b_k = S_k / P_k``, and
+
+    P_k = Q(c_k - delta) - S_k Q(c_k) = [Phi(c_k) - Phi(c_k - delta)] - T_k Q(c_k),
+    T_k = S_k - 1 = P_1 + ... + P_{k-1},      Q = 1 - Phi,
+
+with ``P_1 = erf(delta / (2 sqrt 2))``.  The acceptance of D-GRS with ``K`` children is
+``1 - P_K``.  Written with ``T_k`` (a sum of positive terms), ``log1p(T_k)`` and the interval mass
+``Phi(c) - Phi(c - delta)`` (a Hermite series when the interval is short), every ``P_k`` keeps full
+relative accuracy as ``delta -> 0``, where ``P_k = O(delta)``.  No quadrature is used.
+Derivation: ``proofs/P3-dgrs-closed-form.md``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from rass_theory._validation import check_delta, check_K, check_positive_int
+
+__all__ = [
+    "DGRSLevels",
+    "levels",
+    "rejection_probability",
+    "acceptance",
+    "dgrs_residual_masses",
+    "batch_accept_prob",
+    "batch_sample_final_residual",
+    "final_residual_sf",
+]
+
+_SQRT1_2 = 0.70710678118654752440
+_INV_SQRT_2PI = 0.39894228040143267794
+
+#: the series is used when ``(b - a) * max(1, |m|) < SERIES_WIDTH``
+SERIES_WIDTH = 0.1
+_ARRAY_SERIES_TERMS = 12  # j = 0..11: with h |m| < 0.05 and h < 0.05 the tail is < 1e-30
+
+
+def norm_sf(x: float) -> float:
+    """Upper tail ``Q(x) = 1 - Phi(x)`` of a Python float, relatively accurate for large ``x``."""
+    return 0.5 * math.erfc(x * _SQRT1_2)
+
+
+def norm_pdf(x: float) -> float:
+    """Standard normal density of a Python float."""
+    return _INV_SQRT_2PI * math.exp(-0.5 * x * x)
+
+
+def _interval_series(m: float, h: float) -> float:
+    """``Phi(m + h) - Phi(m - h)`` by the Hermite series (small ``h`` and ``h |m|``)."""
+    he_even = 1.0  # He_{2j}(m)
+    he_odd = m  # He_{2j+1}(m)
+    coef = h  # h^{2j+1} / (2j+1)!
+    total = h
+    h2 = h * h
+    small = False  # previous term negligible; stop after two negligible terms in a row
+    for j in range(1, 60):
+        n = 2 * j
+        he_even = m * he_odd - (n - 1) * he_even  # He_{2j}
+        coef *= h2 / (n * (n + 1))
+        term = he_even * coef
+        total += term
+        if abs(term) <= 1e-17 * total:
+            if small:
+                break
+            small = True
+        else:
+            small = False
+        he_odd = m * he_even - n * he_odd  # He_{2j+1}
+    return 2.0 * _INV_SQRT_2PI * math.exp(-0.5 * m * m) * total
+
+
+def interval_mass(a: float, b: float) -> float:
+    """``Phi(b) - Phi(a)`` for ``a <= b`` with relative accuracy, including ``b - a -> 0``."""
+    w = b - a
+    m = 0.5 * (a + b)
+    if w * max(1.0, abs(m)) < SERIES_WIDTH:
+        return _interval_series(m, 0.5 * w)
+    if a >= 0.0:
+        return 0.5 * (math.erfc(a * _SQRT1_2) - math.erfc(b * _SQRT1_2))
+    if b <= 0.0:
+        return 0.5 * (math.erfc(-b * _SQRT1_2) - math.erfc(-a * _SQRT1_2))
+    return 0.5 * (math.erf(b * _SQRT1_2) - math.erf(a * _SQRT1_2))
+
+
+def norm_sf_array(x):
+    """Array version of :func:`norm_sf`."""
+    return 0.5 * special.erfc(np.asarray(x, dtype=np.float64) * _SQRT1_2)
+
+
+def norm_pdf_array(x):
+    """Array version of :func:`norm_pdf`."""
+    x = np.asarray(x, dtype=np.float64)
+    return _INV_SQRT_2PI * np.exp(-0.5 * x * x)
+
+
+def interval_mass_array(a, b):
+    """Array version of :func:`interval_mass` (elementwise, ``a <= b``)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    a, b = np.broadcast_arrays(a, b)
+    w = b - a
+    m = 0.5 * (a + b)
+    with np.errstate(over="ignore", invalid="ignore"):
+        use_series = w * np.maximum(1.0, np.abs(m)) < SERIES_WIDTH
+        # closed-form branch, chosen per element to avoid cancellation
+        upper = 0.5 * (special.erfc(a * _SQRT1_2) - special.erfc(b * _SQRT1_2))
+        lower = 0.5 * (special.erfc(-b * _SQRT1_2) - special.erfc(-a * _SQRT1_2))
+        middle = 0.5 * (special.erf(b * _SQRT1_2) - special.erf(a * _SQRT1_2))
+        closed = np.where(a >= 0.0, upper, np.where(b <= 0.0, lower, middle))
+        # series branch (evaluated only where it is used)
+        out = closed.copy()
+        if np.any(use_series):
+            ms = m[use_series]
+            h = 0.5 * w[use_series]
+            he_even = np.ones_like(ms)
+            he_odd = ms.copy()
+            coef = h.copy()
+            total = h.copy()
+            h2 = h * h
+            for j in range(1, _ARRAY_SERIES_TERMS):
+                n = 2 * j
+                he_even = ms * he_odd - (n - 1) * he_even
+                coef = coef * h2 / (n * (n + 1))
+                total = total + he_even * coef
+                he_odd = ms * he_even - n * he_odd
+            out[use_series] = 2.0 * _INV_SQRT_2PI * np.exp(-0.5 * ms * ms) * total
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# level recursion, scalar (fast path) and vectorised over rows
+# ---------------------------------------------------------------------------------------------
+
+#: below this delta the levels are taken from their delta -> 0 limit, P_k = delta p_k (relative
+#: error O(delta), far below rounding); this keeps subnormal deltas away from the recursion.
+_TINY_DELTA = 1e-100
+
+
+def _limit_levels(K: int) -> tuple[list[float], list[float]]:
+    """delta -> 0 limit: ``t_k = lim c_k`` and ``p_k = lim P_k / delta`` for ``k = 1..K``.
+
+    ``p_k = phi(t_k) - t_k Q(t_k)`` with ``t_1 = 0`` and ``t_{k+1} = t_k + p_k``.
+    """
+    ts, ps = [], []
+    t = 0.0
+    for _ in range(K):
+        p = norm_pdf(t) - t * norm_sf(t)
+        ts.append(t)
+        ps.append(p)
+        t += p
+    return ts, ps
+
+
+def _level_lists(K: int, delta: float) -> tuple[list[float], list[float]]:
+    """Crossings ``c_k`` and cumulative rejection probabilities ``P_k`` for ``k = 1..K``."""
+    if delta < _TINY_DELTA:
+        ts, ps = _limit_levels(K)
+        return [t + 0.5 * delta for t in ts], [delta * p for p in ps]
+    half = 0.5 * delta
+    p = math.erf(half * _SQRT1_2)
+    cs, ps = [half], [p]
+    T = p
+    for _ in range(1, K):
+        c = half + math.log1p(T) / delta
+        p_new = interval_mass(c - delta, c) - T * norm_sf(c)
+        p = min(max(p_new, 0.0), p)
+        cs.append(c)
+        ps.append(p)
+        T += p
+    return cs, ps
+
+
+def _rejection_scalar(K: int, delta: float) -> float:
+    """``P_K`` on Python floats, the hot path of ``acceptance("dgrs", K, delta)``."""
+    if delta < _TINY_DELTA:
+        return delta * _limit_levels(K)[1][-1]
+    half = 0.5 * delta
+    p = math.erf(half * _SQRT1_2)
+    T = p
+    erfc = math.erfc
+    for _ in range(1, K):
+        c = half + math.log1p(T) / delta
+        a = c - delta
+        if delta * max(1.0, abs(c - half)) < SERIES_WIDTH:
+            mass = _interval_series(c - half, half)
+        elif a >= 0.0:
+            mass = 0.5 * (erfc(a * _SQRT1_2) - erfc(c * _SQRT1_2))
+        else:
+            mass = 0.5 * (math.erf(c * _SQRT1_2) - math.erf(a * _SQRT1_2))  # c >= delta/2 > 0
+        p_new = mass - T * 0.5 * erfc(c * _SQRT1_2)
+        if p_new < p:
+            p = p_new if p_new > 0.0 else 0.0
+        T += p
+    return p
+
+
+def _validate_fast(K, delta) -> tuple[int, float]:
+    """Validate ``K`` and ``delta``; plain ``int``/``float`` arguments take a quick path."""
+    if type(K) is int and K >= 1 and type(delta) is float and 0.0 <= delta < math.inf:
+        return K, delta
+    return check_K(K), check_delta(delta)
+
+
+def rejection_probability(K, delta) -> float:
+    """Probability that D-GRS rejects all ``K`` children, ``P_K = Z_1 Z_2 ... Z_K``.
+
+    Parameters
+    ----------
+    K : int
+        Number of children (``>= 1``).
+    delta : float
+        Standardised mean displacement ``||mu_target - mu_draft|| / sigma`` (``>= 0``).
+
+    Returns
+    -------
+    float
+        ``P_K``, with full relative accuracy (a few ulp) also as ``delta -> 0``.
+
+    Notes
+    -----
+    ``P_1 = erf(delta / (2 sqrt 2))`` and, for ``k >= 2``,
+    ``P_k = [Phi(c_k) - Phi(c_k - delta)] - T_k Q(c_k)`` with ``T_k = P_1 + ... + P_{k-1}`` and
+    ``c_k = delta / 2 + log1p(T_k) / delta``.  See ``proofs/P3-dgrs-closed-form.md``.
+    """
+    K, delta = _validate_fast(K, delta)
+    return _rejection_scalar(K, delta)
+
+
+def acceptance(K, delta) -> float:
+    """Acceptance probability of D-GRS with ``K`` children, ``1 - P_K`` (closed form).
+
+    Accurate to a few ulp in absolute terms; when the acceptance itself is tiny (large ``delta``)
+    its relative accuracy is that of ``1 - P_K``.  See :func:`rejection_probability` and
+    ``proofs/P3-dgrs-closed-form.md``.
+    """
+    K, delta = _validate_fast(K, delta)
+    return 1.0 - _rejection_scalar(K, delta)
+
+
+@dataclass(frozen=True)
+class DGRSLevels:
+    """Closed-form residual levels of D-GRS for one ``(K, delta)``.
+
+    Index ``k = 0..K`` for ``a``, ``b``, ``c``, ``P``; index ``k - 1`` for ``Z_k`` (``k = 1..K``).
+
+    Attributes
+    ----------
+    K : int
+    delta : float
+    a, b : ndarray, shape (K + 1,)
+        ``r_k = a_k f - b_k phi`` on ``[c_k, inf)``; ``a_0 = 1``, ``b_0 = 0``.
+    c : ndarray, shape (K + 1,)
+        Left end of the support of ``r_k`` (the crossing ``a_k f = b_k phi``); ``c_0 = -inf``.
+    Z : ndarray, shape (K,)
+        Residual masses ``Z_k = int (r_{k-1} - phi)_+``.
+    P : ndarray, shape (K + 1,)
+        ``P_k = Z_1 ... Z_k``, probability that the first ``k`` children are rejected; ``P_0 = 1``.
+    """
+
+    K: int
+    delta: float
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    Z: np.ndarray
+    P: np.ndarray
+
+    @property
+    def acceptance(self) -> float:
+        """``1 - P_K``."""
+        return float(1.0 - self.P[-1])
+
+    @property
+    def rejection(self) -> float:
+        """``P_K``."""
+        return float(self.P[-1])
+
+
+def levels(K, delta) -> DGRSLevels:
+    """Closed-form coefficients ``a_k, b_k``, crossings ``c_k`` and masses ``Z_k`` of D-GRS.
+
+    Parameters
+    ----------
+    K : int
+        Number of children (``>= 1``).
+    delta : float
+        Standardised displacement, ``> 0`` (at ``delta = 0`` the first child is always accepted
+        and the residuals ``r_k``, ``k >= 1``, are undefined).
+
+    Returns
+    -------
+    DGRSLevels
+
+    Notes
+    -----
+    ``a_k = 1 / P_k``, ``b_k = S_k / P_k``, ``c_k = delta / 2 + log(S_k) / delta`` with
+    ``S_k = P_0 + ... + P_{k-1}``, and ``Z_k = P_k / P_{k-1}``; ``proofs/P3-dgrs-closed-form.md``.
+    """
+    K = check_K(K)
+    delta = check_delta(delta)
+    if delta == 0.0:
+        raise ValueError("delta must be > 0 for the D-GRS residual levels (at delta = 0 the first "
+                         "child is always accepted and no residual exists)")
+    cs, ps = _level_lists(K, delta)
+    P = np.array([1.0] + ps)
+    S = np.concatenate([[0.0], np.cumsum(P[:-1])])  # S_0 = 0, S_k = P_0 + ... + P_{k-1}
+    with np.errstate(divide="ignore", over="ignore"):
+        a = 1.0 / P
+        b = S / P
+    Z = np.clip(P[1:] / P[:-1], 0.0, 1.0) if np.all(P[:-1] > 0) else _masses_from_P(P)
+    c = np.array([-np.inf] + cs)
+    return DGRSLevels(K=K, delta=delta, a=a, b=b, c=c, Z=Z, P=P)
+
+
+def _masses_from_P(P: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(P) - 1)
+    nz = P[:-1] > 0
+    out[nz] = np.clip(P[1:][nz] / P[:-1][nz], 0.0, 1.0)
+    return out
+
+
+def dgrs_residual_masses(K, delta) -> np.ndarray:
+    """Residual masses ``Z_1..Z_K`` of D-GRS (``Z_k = P(reject child k | children < k rejected)``).
+
+    Parameters
+    ----------
+    K : int
+    delta : float
+        ``>= 0``.  At ``delta = 0`` the continuous limit is returned: ``Z_1 = 0`` and, for
+        ``k >= 2``, ``Z_k = p_k / p_{k-1}`` with ``p_k = lim P_k / delta``.
+
+    Returns
+    -------
+    ndarray, shape (K,)
+
+    Notes
+    -----
+    The rejection probability is ``prod_k Z_k = P_K``; ``proofs/P3-dgrs-closed-form.md``.
+    """
+    K = check_K(K)
+    delta = check_delta(delta)
+    if delta == 0.0:
+        _, ps = _limit_levels(K)
+        z = [0.0] + [ps[k] / ps[k - 1] for k in range(1, K)]
+        return np.array(z)
+    return levels(K, delta).Z
+
+
+# ---------------------------------------------------------------------------------------------
+# vectorised over rows (each row its own delta): the helpers the verifiers use
+# ---------------------------------------------------------------------------------------------
+
+def _row_levels(k: int, delta: np.ndarray):
+    """Per-row ``(c_k, P_k, T_k)`` for a level ``k >= 1`` (``T_k = P_1 + ... + P_{k-1}``).
+
+    ``k = 0`` returns ``(-inf, 1, -1)`` so that ``S_0 = 1 + T_0 = 0``.  Rows with
+    ``delta < _TINY_DELTA`` use the delta -> 0 limit (``P_k = delta p_k``, ``c_k = t_k``).
+    """
+    n = delta.shape[0]
+    if k == 0:
+        return np.full(n, -np.inf), np.ones(n), np.full(n, -1.0)
+    tiny = delta < _TINY_DELTA
+    d = np.where(tiny, 1.0, delta)  # placeholder for tiny rows, overwritten below
+    half = 0.5 * d
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        P = special.erf(half * _SQRT1_2)
+        c = half.copy()
+        T = np.zeros(n)
+        for _ in range(1, k):
+            T = T + P
+            c = half + np.log1p(T) / d
+            p_new = interval_mass_array(c - d, c) - T * norm_sf_array(c)
+            P = np.minimum(np.maximum(p_new, 0.0), P)
+    if np.any(tiny):
+        ts, ps = _limit_levels(k)
+        dt = delta[tiny]
+        c[tiny] = ts[-1] + 0.5 * dt
+        P[tiny] = dt * ps[-1]
+        T[tiny] = dt * sum(ps[:-1])
+    return c, P, T
+
+
+def _check_rows(delta, s, s_name: str):
+    delta = check_delta(delta, allow_array=True)
+    delta = np.atleast_1d(np.asarray(delta, dtype=np.float64))
+    if delta.ndim != 1:
+        raise ValueError(f"delta must be a scalar or have shape (n,), got shape {delta.shape}")
+    s = np.asarray(s, dtype=np.float64)
+    if s.ndim != 1:
+        raise ValueError(f"{s_name} must have shape (n,), got shape {s.shape}")
+    if delta.shape[0] == 1 and s.shape[0] != 1:
+        delta = np.full(s.shape[0], delta[0])
+    if s.shape != delta.shape:
+        raise ValueError(f"{s_name} must have the same length as delta, got {s.shape} and {delta.shape}")
+    if not np.all(np.isfinite(s)) and s_name == "u":
+        raise ValueError("u must be finite")
+    if np.any(np.isnan(s)):
+        raise ValueError(f"{s_name} must not contain NaN")
+    return delta, s
+
+
+def batch_accept_prob(k, delta, s) -> np.ndarray:
+    """D-GRS acceptance probability of child ``k`` (1-based), ``min(1, r_{k-1}(s) / phi(s))``.
+
+    Parameters
+    ----------
+    k : int
+        Position of the child in drafting order, ``1 <= k``.
+    delta : array_like, shape (n,) or scalar
+        Per-row standardised displacement (``>= 0``).
+    s : array_like, shape (n,)
+        Rank-1 coordinate of child ``k`` in each row.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        Values in ``[0, 1]``.
+
+    Notes
+    -----
+    ``r_{k-1}(s) / phi(s) = (exp(delta (s - delta/2)) - S_{k-1}) / P_{k-1}`` on ``s >= c_{k-1}``
+    (0 below), evaluated as ``(expm1(delta (s - delta/2)) - T_{k-1}) / P_{k-1}`` so that it keeps
+    its accuracy when ``P_{k-1} = O(delta)``.  Rows with ``delta = 0`` use the continuous limit
+    ``(s - t_{k-1}) / p_{k-1}`` (``k >= 2``) and 1 (``k = 1``).  ``proofs/P3-dgrs-closed-form.md``.
+    """
+    k = check_positive_int(k, "k")
+    delta, s = _check_rows(delta, s, "s")
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if k == 1:
+            ratio = np.exp(delta * (s - 0.5 * delta))
+        else:
+            _, P, T = _row_levels(k - 1, delta)
+            ratio = (np.expm1(delta * (s - 0.5 * delta)) - T) / P
+            tiny = delta < _TINY_DELTA
+            if np.any(tiny):
+                ts, ps = _limit_levels(k - 1)
+                ratio[tiny] = (s[tiny] - 0.5 * delta[tiny] - ts[-1]) / ps[-1]
+    ratio = np.where(np.isnan(ratio), 0.0, ratio)  # only from inf - inf far in the left tail
+    return np.clip(ratio, 0.0, 1.0)
+
+
+def _final_sf_pdf(K: int, delta: np.ndarray, s: np.ndarray, state):
+    """Survival function and density of ``r_K`` at ``s`` (rows), given ``_row_levels`` state."""
+    c, P, T = state
+    tiny = delta < _TINY_DELTA
+    d = np.where(tiny, 1.0, delta)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        x = np.maximum(s, c)
+        G = interval_mass_array(x - d, x) - T * norm_sf_array(x)
+        sf = G / P
+        pdf = norm_pdf_array(x) * (np.expm1(d * (x - 0.5 * d)) - T) / P
+        if np.any(tiny):
+            ts, ps = _limit_levels(K)
+            xt = x[tiny] - 0.5 * delta[tiny]
+            sf[tiny] = (norm_pdf_array(xt) - ts[-1] * norm_sf_array(xt)) / ps[-1]
+            pdf[tiny] = norm_pdf_array(xt) * (xt - ts[-1]) / ps[-1]
+    sf = np.clip(np.where(s <= c, 1.0, sf), 0.0, 1.0)
+    pdf = np.where(s <= c, 0.0, np.maximum(pdf, 0.0))
+    return sf, pdf
+
+
+def final_residual_sf(K, delta, s) -> np.ndarray:
+    """Survival function ``int_s^inf r_K`` of the final D-GRS residual, per row.
+
+    Notes
+    -----
+    ``P_K int_s^inf r_K = [Phi(s) - Phi(s - delta)] - T_K Q(s)`` for ``s >= c_K``;
+    ``proofs/P3-dgrs-closed-form.md``.
+    """
+    K = check_K(K)
+    delta, s = _check_rows(delta, s, "s")
+    return _final_sf_pdf(K, delta, s, _row_levels(K, delta))[0]
+
+
+def batch_sample_final_residual(K, delta, u) -> np.ndarray:
+    """Inverse-CDF draw from the final D-GRS residual ``r_K`` (after ``K`` rejections), per row.
+
+    Parameters
+    ----------
+    K : int
+        Number of children (all rejected).
+    delta : array_like, shape (n,) or scalar
+        Per-row displacement (``>= 0``; ``delta = 0`` rows use the continuous limit law).
+    u : array_like, shape (n,)
+        Uniforms in ``[0, 1)``; the returned ``s`` is non-decreasing in ``u``.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        ``s = F^{-1}(u)`` with ``F`` the CDF of ``r_K`` (support ``[c_K, inf)``), solved by a
+        bracketed (safeguarded) Newton iteration to ``|ds| <= 1e-14 (1 + |s|)``.  The error is
+        that of the survival function divided by the density; the density vanishes linearly at
+        ``c_K``, so for ``u < 1e-8`` the error grows like ``1e-16 / sqrt(u)``.
+
+    Notes
+    -----
+    Survival function ``1 - F(s) = ([Phi(s) - Phi(s - delta)] - T_K Q(s)) / P_K`` for
+    ``s >= c_K``; density ``r_K(s) = phi(s) (expm1(delta (s - delta/2)) - T_K) / P_K``.
+    ``proofs/P3-dgrs-closed-form.md``.
+    """
+    K = check_K(K)
+    delta, u = _check_rows(delta, u, "u")
+    if np.any((u < 0.0) | (u >= 1.0)):
+        raise ValueError("u must lie in [0, 1)")
+    state = _row_levels(K, delta)
+    c = state[0]
+    y = 1.0 - u  # target survival probability
+    lo = c.copy()
+    width = np.ones_like(c)
+    hi = c + width
+    for _ in range(80):  # widen until sf(hi) <= y
+        sf_hi, _ = _final_sf_pdf(K, delta, hi, state)
+        need = sf_hi > y
+        if not np.any(need):
+            break
+        width = np.where(need, 2.0 * width, width)
+        hi = np.where(need, c + width, hi)
+    s = 0.5 * (lo + hi)
+    active = u > 0.0
+    s = np.where(active, s, c)
+    for _ in range(200):
+        if not np.any(active):
+            break
+        sf, pdf = _final_sf_pdf(K, delta, s, state)
+        F = sf - y  # decreasing in s
+        lo = np.where(active & (F > 0), s, lo)
+        hi = np.where(active & (F <= 0), s, hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s_new = s + F / pdf
+        bad = ~np.isfinite(s_new) | (s_new <= lo) | (s_new >= hi)
+        s_new = np.where(bad, 0.5 * (lo + hi), s_new)
+        tol = 1e-14 * (1.0 + np.abs(s))
+        done = (np.abs(s_new - s) <= tol) | (hi - lo <= tol)
+        s = np.where(active, s_new, s)
+        active = active & ~done
+    return s
