@@ -354,8 +354,11 @@ def contract_test(counts: ExactnessCounts) -> StatisticalTest:
     return StatisticalTest("contract", float(bad), 1.0 if ok else 0.0, 1.0 if ok else 0.0, ok, detail)
 
 
-def make_report(counts, node, cfg, raw, p_adjusted, reject, elapsed, start_chunk) -> ExactnessReport:
-    """Assemble the report from raw tests and their (family-wise) adjusted p-values."""
+def make_report(counts, node, cfg, raw, p_adjusted, reject, elapsed, start_chunk, n_family=None) -> ExactnessReport:
+    """Assemble the report from raw tests and their (family-wise) adjusted p-values.
+
+    ``n_family`` is the size of the Holm family (default ``len(raw)``; the grid's for ``certify``).
+    """
     tests = []
     for (name, t), p_adj, rej in zip(raw, p_adjusted, reject):
         ran = not math.isnan(t.pvalue)
@@ -365,7 +368,8 @@ def make_report(counts, node, cfg, raw, p_adjusted, reject, elapsed, start_chunk
     n_valid = counts.n_valid
     rate = counts.n_accepted / n_valid if n_valid else float("nan")
     ci = T.clopper_pearson(counts.n_accepted, n_valid, 1 - cfg.alpha)
-    detectable = (detectable_ks_distance(n_valid, cfg.alpha, max(len(raw), 1), cfg.false_pass_rate, node.n_bins)
+    detectable = (detectable_ks_distance(n_valid, cfg.alpha, max(n_family or len(raw), 1), cfg.false_pass_rate,
+                                         node.n_bins)
                   if n_valid else float("inf"))
     passed = all(t.passed for t in tests)
     return ExactnessReport(passed, tuple(tests), rate, ci, cfg.expected_acceptance, counts.n_rows, n_valid,
