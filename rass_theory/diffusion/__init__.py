@@ -1,1 +1,24 @@
-"""diffusion"""
+"""Speculative diffusion on a Gaussian-mixture target (DESIGN section 3).
+
+Public names: :class:`GaussianMixture`, :func:`speculative_sample`, :func:`plain_sample`,
+:class:`ChurnSchedule`, :class:`TreeShape`, :func:`matched_chain`, :func:`compare_to_plain`,
+:func:`predict_speedup`.
+
+>>> from rass_theory import diffusion
+>>> tgt = diffusion.GaussianMixture.random(dim=8, n_components=3, seed=0)
+>>> run = diffusion.speculative_sample(tgt, "rmc", K=1, L=3, n_samples=50, n_steps=30, churn=0.06, rng=0)
+>>> run.samples.shape, run.n_standard_steps
+((50, 8), 28)
+"""
+from __future__ import annotations
+
+from .mixture import GaussianMixture
+from .plain import plain_sample
+from .schedule import ChurnSchedule
+from .speculative import NodeRecord, RoundRecord, SpeculativeResult, speculative_sample
+from .trees import BUDGETS, TreeShape, matched_chain
+
+__all__ = [
+    "GaussianMixture", "plain_sample", "speculative_sample", "SpeculativeResult", "RoundRecord",
+    "NodeRecord", "ChurnSchedule", "TreeShape", "matched_chain", "BUDGETS",
+]

@@ -1,0 +1,310 @@
+"""Two-sample tests of a whole speculative run against plain sampling, with stated power.
+
+* :func:`energy_distance_test` -- energy distance with a permutation p-value (whole state).
+* :func:`occupancy_test` -- chi-square homogeneity of nearest-component occupancy.
+* :func:`compare_to_plain` -- both, on independent replicates, with a Bonferroni verdict.
+
+Samples compared must come from independent random streams (different seeds); cells that share
+streams are never pooled.  See ``proofs/P9-tree-exactness.md`` section 5.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+from .._validation import as_generator, check_positive_int, check_probability
+
+__all__ = ["EnergyTestResult", "OccupancyTestResult", "RadialTestResult", "RunComparison",
+           "energy_distance_test", "occupancy_test", "radial_test", "compare_to_plain"]
+
+_Z80 = stats.norm.ppf(0.8)
+
+
+@dataclass(frozen=True)
+class EnergyTestResult:
+    """Energy-distance permutation test.
+
+    Attributes
+    ----------
+    statistic : float
+        ``n m / (n + m) * E_n`` with the V-statistic energy distance ``E_n``.
+    pvalue : float
+        ``(k + 1) / (B + 1)``, ``k`` permuted statistics ``>=`` the observed one.
+    n_permutations : int
+    null_quantile : float
+        ``(1 - alpha)`` quantile of the permutation null.
+    detectable_energy : float
+        Population energy distance detectable with about 80% power at ``alpha``
+        (normal approximation with the null's spread): ``(q_{1-alpha} - mean_0 + z_{0.8} sd_0) (n+m)/(n m)``.
+    detectable_mean_shift : float
+        Euclidean norm of a pure mean shift of one sample whose population energy distance
+        equals ``detectable_energy`` (estimated on the pooled sample, random direction).
+    """
+
+    statistic: float
+    pvalue: float
+    n_permutations: int
+    null_quantile: float
+    detectable_energy: float
+    detectable_mean_shift: float
+    name: str = "energy"
+
+
+@dataclass(frozen=True)
+class OccupancyTestResult:
+    """Chi-square homogeneity test of nearest-component occupancy (2 x C table).
+
+    Attributes
+    ----------
+    statistic, pvalue : float
+    counts : ndarray, shape (2, C)
+    detectable_shift : float
+        Smallest share ``Delta`` moved into any one component (taken proportionally from the
+        others) that the test detects with 80% power at ``alpha`` (noncentral chi-square; the
+        largest such ``Delta`` over components is reported, so every component is covered).
+    """
+
+    statistic: float
+    pvalue: float
+    counts: np.ndarray
+    detectable_shift: float
+    name: str = "occupancy"
+
+
+@dataclass(frozen=True)
+class RadialTestResult:
+    """Two-sample KS test of the within-component radius ``||x - m_nearest|| / sqrt(d)``.
+
+    Attributes
+    ----------
+    statistic, pvalue : float
+    detectable_ks : float
+        KS distance detected with about 80% power at ``alpha``:
+        ``D_crit + z_{0.8} * 0.5 * sqrt(1/n + 1/m)`` (the empirical CDF difference at a fixed
+        point has standard deviation at most ``0.5 sqrt(1/n + 1/m)``).
+    """
+
+    statistic: float
+    pvalue: float
+    detectable_ks: float
+    name: str = "radial"
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """The three tests; ``passed`` when the Bonferroni-combined p-value exceeds ``alpha``."""
+
+    energy: EnergyTestResult
+    occupancy: OccupancyTestResult
+    radial: RadialTestResult
+    alpha: float
+
+    @property
+    def tests(self):
+        return (self.energy, self.occupancy, self.radial)
+
+    @property
+    def pvalue(self) -> float:
+        """Bonferroni-combined p-value ``min(1, 3 min p)``."""
+        return min(1.0, len(self.tests) * min(t.pvalue for t in self.tests))
+
+    @property
+    def passed(self) -> bool:
+        return self.pvalue > self.alpha
+
+
+def _check_pair(x, y):
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.ndim != 2 or y.ndim != 2:
+        raise ValueError(f"samples must be 2-d arrays (n, dim), got shapes {x.shape} and {y.shape}")
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(f"samples must have the same dim, got {x.shape[1]} and {y.shape[1]}")
+    if x.shape[0] < 2 or y.shape[0] < 2:
+        raise ValueError("each sample needs at least 2 rows")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("samples must be finite")
+    return x, y
+
+
+def _pairwise(z):
+    sq = np.einsum("nd,nd->n", z, z)
+    d2 = sq[:, None] + sq[None, :] - 2.0 * (z @ z.T)
+    np.maximum(d2, 0.0, out=d2)
+    np.fill_diagonal(d2, 0.0)
+    return np.sqrt(d2, out=d2)
+
+
+def energy_distance_test(x, y, *, n_permutations: int = 499, alpha: float = 0.05, rng=None,
+                         batch: int = 100) -> EnergyTestResult:
+    """Energy-distance two-sample test with a permutation p-value.
+
+    Parameters
+    ----------
+    x, y : array_like, shapes (n, d) and (m, d)
+    n_permutations : int
+    alpha : float
+        Level at which the detectable effect is stated.
+    rng : seed or Generator (permutations only)
+    batch : int
+        Permutations evaluated per matrix product.
+
+    Notes
+    -----
+    ``E_n = 2/(nm) sum_{ij} |x_i - y_j| - 1/n^2 sum |x_i - x_j| - 1/m^2 sum |y_i - y_j|``
+    (Szekely & Rizzo).  With ``D`` the pooled distance matrix, row sums ``r`` and the indicator
+    ``a`` of the first sample, ``S_xx = a^T D a``, ``S_xy = a^T r - S_xx`` and
+    ``S_yy = 1^T r - S_xx - 2 S_xy``, so a batch of permutations costs one product ``D A``.
+    """
+    x, y = _check_pair(x, y)
+    n_permutations = check_positive_int(n_permutations, "n_permutations")
+    alpha = check_probability(alpha, "alpha")
+    rng = as_generator(rng)
+    n, m = x.shape[0], y.shape[0]
+    N = n + m
+    z = np.vstack([x, y])
+    D = _pairwise(z)
+    r = D.sum(axis=1)
+    total = r.sum()
+    scale = n * m / N
+
+    def stat(A):                                  # A: (N, B) 0/1 indicators of the first sample
+        sxx = np.einsum("nb,nb->b", A, D @ A)
+        sxy = r @ A - sxx
+        syy = total - sxx - 2 * sxy
+        return scale * (2 * sxy / (n * m) - sxx / n ** 2 - syy / m ** 2)
+
+    a0 = np.zeros((N, 1))
+    a0[:n] = 1.0
+    observed = float(stat(a0)[0])
+    null = []
+    for lo in range(0, n_permutations, batch):
+        b = min(batch, n_permutations - lo)
+        A = np.zeros((N, b))
+        idx = np.argsort(rng.random((b, N)), axis=1)[:, :n]
+        A[idx, np.arange(b)[:, None]] = 1.0
+        null.append(stat(A))
+    null = np.concatenate(null)
+    pvalue = (np.count_nonzero(null >= observed) + 1) / (n_permutations + 1)
+    q = float(np.quantile(null, 1 - alpha))
+    detect_stat = max(q - null.mean(), 0.0) + _Z80 * null.std(ddof=1)
+    detect_energy = detect_stat / scale
+    shift = _shift_for_energy(z, detect_energy, rng)
+    return EnergyTestResult(observed, float(pvalue), n_permutations, q, float(detect_energy), float(shift))
+
+
+def _shift_for_energy(z, energy, rng, n_pairs: int = 20000) -> float:
+    """Mean-shift norm ``s`` with ``2 E|Z - Z' + s u| - 2 E|Z - Z'| = energy`` (pair estimate)."""
+    N, d = z.shape
+    i = rng.integers(0, N, n_pairs)
+    j = rng.integers(0, N, n_pairs)
+    keep = i != j
+    diff = z[i[keep]] - z[j[keep]]
+    u = rng.standard_normal(d)
+    u /= np.linalg.norm(u)
+    proj = diff @ u
+    base = np.linalg.norm(diff, axis=1)
+
+    def excess(s):
+        return 2 * np.mean(np.sqrt(np.maximum(base ** 2 + 2 * s * proj + s * s, 0.0)) - base) - energy
+
+    hi = 1e-3 + np.sqrt(np.mean(base ** 2))
+    while excess(hi) < 0:
+        hi *= 2
+        if hi > 1e6:
+            return float("inf")
+    return float(optimize.brentq(excess, 0.0, hi, xtol=1e-10 * hi)) if excess(0.0) < 0 else 0.0
+
+
+def occupancy_test(x, y, means, *, alpha: float = 0.05) -> OccupancyTestResult:
+    """Chi-square test that two samples occupy the nearest-mean cells of ``means`` equally.
+
+    Notes
+    -----
+    Pearson's chi-square on the ``2 x C`` table (empty columns dropped).  Detectable shift:
+    with pooled shares ``p``, moving ``Delta`` into cell ``c`` gives the first group
+    ``p + Delta (e_c - p_{-c}/(1 - p_c))``; the noncentrality is
+    ``lambda = n_1 n_2 / (n_1 + n_2) * sum_c (p1_c - p2_c)^2 / pbar_c`` and the power
+    ``P(chi2_{C-1}(lambda) > chi2_{C-1, 1-alpha})``.
+    """
+    x, y = _check_pair(x, y)
+    means = np.asarray(means, dtype=np.float64)
+    if means.ndim != 2 or means.shape[1] != x.shape[1]:
+        raise ValueError(f"means must have shape (C, dim={x.shape[1]}), got {means.shape}")
+    alpha = check_probability(alpha, "alpha")
+    C = means.shape[0]
+    msq = np.einsum("cd,cd->c", means, means)
+
+    def cells(v):
+        return np.argmin(msq[None, :] - 2 * v @ means.T, axis=1)
+
+    counts = np.stack([np.bincount(cells(x), minlength=C), np.bincount(cells(y), minlength=C)])
+    used = counts.sum(axis=0) > 0
+    if used.sum() < 2:
+        return OccupancyTestResult(0.0, 1.0, counts, float("nan"))
+    table = counts[:, used]
+    chi2, pvalue, dof, _ = stats.chi2_contingency(table, correction=False)
+    n1, n2 = x.shape[0], y.shape[0]
+    p = table.sum(axis=0) / table.sum()
+    crit = stats.chi2.ppf(1 - alpha, dof)
+
+    def power_gap(delta, c):
+        others = p.copy()
+        others[c] = 0.0
+        p1 = p - delta * others / (1 - p[c])
+        p1[c] = p[c] + delta
+        pbar = (n1 * p1 + n2 * p) / (n1 + n2)
+        lam = n1 * n2 / (n1 + n2) * np.sum((p1 - p) ** 2 / pbar)
+        return stats.ncx2.sf(crit, dof, lam) - 0.8
+
+    shifts = []
+    for c in range(p.size):
+        hi = 1 - p[c]
+        if power_gap(hi, c) < 0:
+            shifts.append(float("inf"))
+        else:
+            shifts.append(optimize.brentq(power_gap, 1e-12, hi, args=(c,), xtol=1e-8))
+    return OccupancyTestResult(float(chi2), float(pvalue), counts, float(max(shifts)))
+
+
+def radial_test(x, y, means, *, alpha: float = 0.05) -> RadialTestResult:
+    """KS test on ``||x - m_nearest|| / sqrt(d)``: the within-component spread of the samples.
+
+    The energy distance is dominated by between-component distances; this statistic looks at
+    the scale inside components, where a wrong correction step shows first.
+    """
+    x, y = _check_pair(x, y)
+    means = np.asarray(means, dtype=np.float64)
+    if means.ndim != 2 or means.shape[1] != x.shape[1]:
+        raise ValueError(f"means must have shape (C, dim={x.shape[1]}), got {means.shape}")
+    alpha = check_probability(alpha, "alpha")
+    msq = np.einsum("cd,cd->c", means, means)
+
+    def radius(v):
+        d2 = np.einsum("nd,nd->n", v, v)[:, None] - 2 * v @ means.T + msq[None, :]
+        return np.sqrt(np.maximum(d2.min(axis=1), 0.0) / v.shape[1])
+
+    res = stats.ks_2samp(radius(x), radius(y))
+    n, m = x.shape[0], y.shape[0]
+    crit = stats.kstwo.ppf(1 - alpha, round(n * m / (n + m))) if n * m / (n + m) >= 1 else 1.0
+    detect = crit + _Z80 * 0.5 * np.sqrt(1 / n + 1 / m)
+    return RadialTestResult(float(res.statistic), float(res.pvalue), float(detect))
+
+
+def compare_to_plain(samples, reference, means, *, alpha: float = 0.01, n_permutations: int = 499,
+                     rng=None) -> RunComparison:
+    """Test a run's final samples against an independent plain-sampling replicate.
+
+    ``reference`` must come from a random stream independent of ``samples`` (another seed).
+    Three tests (energy distance, occupancy, within-component radius), each at ``alpha / 3``
+    for its stated detectable effect; the verdict is Bonferroni.
+    """
+    alpha = check_probability(alpha, "alpha")
+    rng = as_generator(rng)
+    a = alpha / 3
+    energy = energy_distance_test(samples, reference, n_permutations=n_permutations, alpha=a, rng=rng)
+    occ = occupancy_test(samples, reference, means, alpha=a)
+    rad = radial_test(samples, reference, means, alpha=a)
+    return RunComparison(energy, occ, rad, alpha)
