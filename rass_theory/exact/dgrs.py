@@ -109,38 +109,49 @@ def norm_pdf_array(x):
     return _INV_SQRT_2PI * np.exp(-0.5 * x * x)
 
 
+def _interval_series_array(m, h):
+    """Array version of :func:`_interval_series` (fixed number of terms; ``h, h |m| < 0.05``)."""
+    he_even = np.ones_like(m)
+    he_odd = m.copy()
+    coef = h.copy()
+    total = h.copy()
+    h2 = h * h
+    for j in range(1, _ARRAY_SERIES_TERMS):
+        n = 2 * j
+        he_even = m * he_odd - (n - 1) * he_even
+        coef = coef * h2 / (n * (n + 1))
+        total = total + he_even * coef
+        he_odd = m * he_even - n * he_odd
+    return 2.0 * _INV_SQRT_2PI * np.exp(-0.5 * m * m) * total
+
+
+def _closed_mass_array(a, b):
+    """``Phi(b) - Phi(a)`` from ``erf``/``erfc``, the branch chosen per element against cancellation."""
+    upper = 0.5 * (special.erfc(a * _SQRT1_2) - special.erfc(b * _SQRT1_2))
+    lower = 0.5 * (special.erfc(-b * _SQRT1_2) - special.erfc(-a * _SQRT1_2))
+    middle = 0.5 * (special.erf(b * _SQRT1_2) - special.erf(a * _SQRT1_2))
+    return np.where(a >= 0.0, upper, np.where(b <= 0.0, lower, middle))
+
+
+def _centered_mass_array(m, h):
+    """``Phi(m + h) - Phi(m - h)`` for arrays, from the midpoint and half-width directly.
+
+    Passing ``(m, h)`` rather than the end points avoids the rounding of ``b - a`` that would
+    otherwise cost ``|m| eps / h`` of relative accuracy for tiny ``h``.
+    """
+    m, h = np.broadcast_arrays(np.asarray(m, dtype=np.float64), np.asarray(h, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.array(_closed_mass_array(m - h, m + h), dtype=np.float64)
+        use_series = 2.0 * h * np.maximum(1.0, np.abs(m)) < SERIES_WIDTH
+        if np.any(use_series):
+            out[use_series] = _interval_series_array(m[use_series], h[use_series])
+    return out
+
+
 def interval_mass_array(a, b):
     """Array version of :func:`interval_mass` (elementwise, ``a <= b``)."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    a, b = np.broadcast_arrays(a, b)
-    w = b - a
-    m = 0.5 * (a + b)
-    with np.errstate(over="ignore", invalid="ignore"):
-        use_series = w * np.maximum(1.0, np.abs(m)) < SERIES_WIDTH
-        # closed-form branch, chosen per element to avoid cancellation
-        upper = 0.5 * (special.erfc(a * _SQRT1_2) - special.erfc(b * _SQRT1_2))
-        lower = 0.5 * (special.erfc(-b * _SQRT1_2) - special.erfc(-a * _SQRT1_2))
-        middle = 0.5 * (special.erf(b * _SQRT1_2) - special.erf(a * _SQRT1_2))
-        closed = np.where(a >= 0.0, upper, np.where(b <= 0.0, lower, middle))
-        # series branch (evaluated only where it is used)
-        out = closed.copy()
-        if np.any(use_series):
-            ms = m[use_series]
-            h = 0.5 * w[use_series]
-            he_even = np.ones_like(ms)
-            he_odd = ms.copy()
-            coef = h.copy()
-            total = h.copy()
-            h2 = h * h
-            for j in range(1, _ARRAY_SERIES_TERMS):
-                n = 2 * j
-                he_even = ms * he_odd - (n - 1) * he_even
-                coef = coef * h2 / (n * (n + 1))
-                total = total + he_even * coef
-                he_odd = ms * he_even - n * he_odd
-            out[use_series] = 2.0 * _INV_SQRT_2PI * np.exp(-0.5 * ms * ms) * total
-    return out
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    return _centered_mass_array(0.5 * (a + b), 0.5 * (b - a))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,22 +178,44 @@ def _limit_levels(K: int) -> tuple[list[float], list[float]]:
     return ts, ps
 
 
+def _iter_levels(K: int, delta: float):
+    """Yield ``(c_k, P_k)`` for ``k = 1..K`` on Python floats (``delta >= _TINY_DELTA``).
+
+    ``P_1 = erf(delta / (2 sqrt 2))``; then ``m = log1p(T) / delta`` is the midpoint of
+    ``[c_k - delta, c_k]`` and ``P_k = [Phi(c_k) - Phi(c_k - delta)] - T Q(c_k)``: the interval
+    mass by the Hermite series from ``(m, delta / 2)`` when the interval is short, otherwise
+    ``P_k = Q(c_k - delta) - (1 + T) Q(c_k)`` from two ``erfc`` values.
+    """
+    half = 0.5 * delta
+    p = math.erf(half * _SQRT1_2)
+    yield half, p
+    T = p
+    erfc = math.erfc
+    log1p = math.log1p
+    inv_delta = 1.0 / delta
+    short = delta < SERIES_WIDTH
+    for _ in range(1, K):
+        m = log1p(T) * inv_delta
+        c = half + m
+        if short and delta * m < SERIES_WIDTH:
+            p_new = _interval_series(m, half) - T * 0.5 * erfc(c * _SQRT1_2)
+        else:
+            p_new = 0.5 * (erfc((c - delta) * _SQRT1_2) - (1.0 + T) * erfc(c * _SQRT1_2))
+        if p_new < p:  # 0 <= P_k <= P_{k-1}; guards rounding only
+            p = p_new if p_new > 0.0 else 0.0
+        yield c, p
+        T += p
+
+
 def _level_lists(K: int, delta: float) -> tuple[list[float], list[float]]:
     """Crossings ``c_k`` and cumulative rejection probabilities ``P_k`` for ``k = 1..K``."""
     if delta < _TINY_DELTA:
         ts, ps = _limit_levels(K)
         return [t + 0.5 * delta for t in ts], [delta * p for p in ps]
-    half = 0.5 * delta
-    p = math.erf(half * _SQRT1_2)
-    cs, ps = [half], [p]
-    T = p
-    for _ in range(1, K):
-        c = half + math.log1p(T) / delta
-        p_new = interval_mass(c - delta, c) - T * norm_sf(c)
-        p = min(max(p_new, 0.0), p)
+    cs, ps = [], []
+    for c, p in _iter_levels(K, delta):
         cs.append(c)
         ps.append(p)
-        T += p
     return cs, ps
 
 
@@ -190,23 +223,9 @@ def _rejection_scalar(K: int, delta: float) -> float:
     """``P_K`` on Python floats, the hot path of ``acceptance("dgrs", K, delta)``."""
     if delta < _TINY_DELTA:
         return delta * _limit_levels(K)[1][-1]
-    half = 0.5 * delta
-    p = math.erf(half * _SQRT1_2)
-    T = p
-    erfc = math.erfc
-    for _ in range(1, K):
-        c = half + math.log1p(T) / delta
-        a = c - delta
-        if delta * max(1.0, abs(c - half)) < SERIES_WIDTH:
-            mass = _interval_series(c - half, half)
-        elif a >= 0.0:
-            mass = 0.5 * (erfc(a * _SQRT1_2) - erfc(c * _SQRT1_2))
-        else:
-            mass = 0.5 * (math.erf(c * _SQRT1_2) - math.erf(a * _SQRT1_2))  # c >= delta/2 > 0
-        p_new = mass - T * 0.5 * erfc(c * _SQRT1_2)
-        if p_new < p:
-            p = p_new if p_new > 0.0 else 0.0
-        T += p
+    p = 0.0
+    for _, p in _iter_levels(K, delta):
+        pass
     return p
 
 
@@ -215,6 +234,33 @@ def _validate_fast(K, delta) -> tuple[int, float]:
     if type(K) is int and K >= 1 and type(delta) is float and 0.0 <= delta < math.inf:
         return K, delta
     return check_K(K), check_delta(delta)
+
+
+def _acceptance_scalar(K: int, delta: float) -> float:
+    """``1 - P_K``; when ``P_K > 1/2`` (small acceptance) the sum of per-step accepted masses.
+
+    Step ``k`` accepts mass ``P_{k-1} - P_k = int min(P_{k-1} phi, (f - S_{k-1} phi)_+)
+    = [Phi(c_k - delta) - Phi(c_{k-1} - delta)] - S_{k-1} [Phi(c_k) - Phi(c_{k-1})]
+    + P_{k-1} Q(c_k)`` (``c_0 = -inf``, ``S_0 = 0``), whose terms do not cancel catastrophically,
+    so the acceptance keeps relative accuracy when it is tiny.
+    """
+    if delta < _TINY_DELTA:
+        return 1.0 - delta * _limit_levels(K)[1][-1]
+    if K == 1:
+        return math.erfc(0.5 * delta * _SQRT1_2)
+    cs, ps = _level_lists(K, delta)
+    if ps[-1] <= 0.5:
+        return 1.0 - ps[-1]
+    total = math.erfc(0.5 * delta * _SQRT1_2)  # step 1: 2 Q(delta / 2)
+    S = 0.0  # S_{j-1} = P_0 + ... + P_{j-2} for step j
+    P = 1.0  # P_{j-1}
+    for j in range(2, K + 1):
+        S += P
+        P = ps[j - 2]
+        c_prev, c = cs[j - 2], cs[j - 1]
+        step = interval_mass(c_prev - delta, c - delta) - S * interval_mass(c_prev, c) + P * norm_sf(c)
+        total += max(step, 0.0)
+    return min(total, 1.0)
 
 
 def rejection_probability(K, delta) -> float:
@@ -245,12 +291,13 @@ def rejection_probability(K, delta) -> float:
 def acceptance(K, delta) -> float:
     """Acceptance probability of D-GRS with ``K`` children, ``1 - P_K`` (closed form).
 
-    Accurate to a few ulp in absolute terms; when the acceptance itself is tiny (large ``delta``)
-    its relative accuracy is that of ``1 - P_K``.  See :func:`rejection_probability` and
-    ``proofs/P3-dgrs-closed-form.md``.
+    ``1 - P_K`` when ``P_K <= 1/2``; otherwise (small acceptance, large ``delta``) the sum of
+    the per-step accepted masses ``P_{k-1} - P_k``, each in a form without catastrophic
+    cancellation, so that a tiny acceptance keeps its relative accuracy.  See
+    :func:`rejection_probability` and ``proofs/P3-dgrs-closed-form.md``.
     """
     K, delta = _validate_fast(K, delta)
-    return 1.0 - _rejection_scalar(K, delta)
+    return _acceptance_scalar(K, delta)
 
 
 @dataclass(frozen=True)
@@ -283,8 +330,8 @@ class DGRSLevels:
 
     @property
     def acceptance(self) -> float:
-        """``1 - P_K``."""
-        return float(1.0 - self.P[-1])
+        """Acceptance ``1 - P_K`` (relatively accurate also when tiny; see :func:`acceptance`)."""
+        return _acceptance_scalar(self.K, self.delta)
 
     @property
     def rejection(self) -> float:
@@ -384,8 +431,9 @@ def _row_levels(k: int, delta: np.ndarray):
         T = np.zeros(n)
         for _ in range(1, k):
             T = T + P
-            c = half + np.log1p(T) / d
-            p_new = interval_mass_array(c - d, c) - T * norm_sf_array(c)
+            m = np.log1p(T) / d  # midpoint of [c - delta, c]
+            c = half + m
+            p_new = _centered_mass_array(m, half) - T * norm_sf_array(c)
             P = np.minimum(np.maximum(p_new, 0.0), P)
     if np.any(tiny):
         ts, ps = _limit_levels(k)
@@ -462,7 +510,7 @@ def _final_sf_pdf(K: int, delta: np.ndarray, s: np.ndarray, state):
     d = np.where(tiny, 1.0, delta)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         x = np.maximum(s, c)
-        G = interval_mass_array(x - d, x) - T * norm_sf_array(x)
+        G = _centered_mass_array(x - 0.5 * d, 0.5 * d) - T * norm_sf_array(x)
         sf = G / P
         pdf = norm_pdf_array(x) * (np.expm1(d * (x - 0.5 * d)) - T) / P
         if np.any(tiny):
