@@ -1,0 +1,321 @@
+"""Optimal RASS rank weights: ``w* = argmin_{w in simplex} TV(g_w, N(delta, 1))``.
+
+Method (proofs/P4-weight-program.md):
+
+1. *Start*: the quadrature LP in its small dual form, a parametrised cvxpy problem
+   (:class:`rass_theory.optimize.quadrature.DualQuadratureLP`, HiGHS), or, when a nearby
+   ``delta`` of the same ``K`` was already solved in this process, the interpolated weights.
+2. *Polish* on the exact objective: crossings of ``f`` and ``g_w`` found to machine precision,
+   interval masses from closed-form order-statistic CDFs, exact gradient and Hessian, active-set
+   Newton steps (:func:`rass_theory.optimize.mixture_tv.maximize_acceptance`).
+3. *Certify*: by convexity, ``TV* >= TV(w) - gap`` with the Frank-Wolfe gap
+   ``gap = max_j b_j(A) - sum_j w_j b_j(A)``, ``A = {f > g_w}`` (no discretisation error).
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import betainc, erf, gammaln, log_ndtr, ndtr
+
+from rass_theory._validation import check_delta, check_K
+
+from .mixture_tv import (
+    TVEvaluation,
+    default_window,
+    evaluate_tv,
+    log_phi,
+    maximize_acceptance,
+)
+
+__all__ = [
+    "RankSegment",
+    "OptimalWeightsResult",
+    "OptimalWeightsTable",
+    "OptimalWeightsInterpolator",
+    "optimal_rank_weights",
+    "optimal_weights_table",
+    "optimal_weights_interpolator",
+    "exact_rank_evaluation",
+    "DEGENERATE_DELTA",
+]
+
+#: ``delta`` at or below which the kernels coincide to working precision (DESIGN 2).
+DEGENERATE_DELTA = float(np.sqrt(np.finfo(np.float64).eps))
+_MAX_K = 4096
+_LP_NODES = 161
+_GAP_TARGET = 1e-9
+
+
+class RankSegment:
+    """The rank basis on the whole line: ``b_j(s) = K C(K-1, j) phi(s) Phi(s)^j (1-Phi(s))^(K-1-j)``.
+
+    ``b_j`` is the density of the ``j``-th order statistic (ascending, ``j = 0..K-1``) of ``K``
+    iid ``N(0, 1)``; its CDF is ``F_j(s) = I_{Phi(s)}(j + 1, K - j)`` (regularised incomplete
+    beta), with the upper tail ``1 - F_j(s) = I_{Phi(-s)}(K - j, j + 1)`` used where it is the
+    smaller of the two, so interval masses keep relative accuracy in both tails.
+    """
+
+    lo = -np.inf
+    hi = np.inf
+
+    def __init__(self, K: int):
+        self.K = K
+        self.n_components = K
+        j = np.arange(K, dtype=np.float64)
+        self._j = j
+        self._log_coef = np.log(K) + gammaln(K) - gammaln(j + 1) - gammaln(K - j)
+
+    def log_components(self, s):
+        s = np.asarray(s, dtype=np.float64)
+        lu = log_ndtr(s)[:, None]
+        lv = log_ndtr(-s)[:, None]
+        return log_phi(s)[:, None] + self._log_coef + self._j * lu + (self.K - 1 - self._j) * lv
+
+    def log_fixed(self, s):
+        return None
+
+    def sign_function(self, w, delta):
+        """For ``delta < 1``: ``(f - g_w)/phi = expm1(delta s - delta^2/2) - sum_j (w_j - 1/K) b_j/phi``.
+
+        Both terms are O(delta) there, so the sign (and the crossings) keep full relative
+        accuracy, unlike ``log f - log g_w``, whose rounding is O(eps) against an O(delta)
+        signal.  Returns ``(function, scale)`` with ``f - g_w = scale * function``.
+        """
+        if delta >= 1.0:
+            return None
+        v = np.asarray(w, dtype=np.float64) - 1.0 / self.K
+
+        def fun(s):
+            s = np.asarray(s, dtype=np.float64)
+            ratio = np.exp(self.log_components(s) - log_phi(s)[:, None])
+            return np.expm1(delta * s - 0.5 * delta * delta) - ratio @ v
+
+        return fun, (lambda s: np.exp(log_phi(s)))
+
+    def component_masses(self, a, b):
+        a = np.asarray(a, dtype=np.float64)[:, None]
+        b = np.asarray(b, dtype=np.float64)[:, None]
+        j, K = self._j, self.K
+        Fa = betainc(j + 1, K - j, ndtr(a))
+        Fb = betainc(j + 1, K - j, ndtr(b))
+        Sa = betainc(K - j, j + 1, ndtr(-a))
+        Sb = betainc(K - j, j + 1, ndtr(-b))
+        return np.where(Fa > 0.5, Sa - Sb, Fb - Fa)
+
+    def fixed_masses(self, a, b):
+        return np.zeros(np.asarray(a).shape)
+
+
+@functools.lru_cache(maxsize=None)
+def _segment(K: int) -> RankSegment:
+    return RankSegment(K)
+
+
+def exact_rank_evaluation(weights, delta: float, *, hessian: bool = False) -> TVEvaluation:
+    """Exact acceptance, TV, gradient (and Hessian) of RASS with the given rank weights.
+
+    Notes
+    -----
+    See :func:`rass_theory.optimize.mixture_tv.evaluate_tv`; ``grad_j = b_j(A)`` with
+    ``A = {f > g_w}`` (proofs/P4-weight-program.md, P4.1-P4.2).
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    K = w.size
+    return evaluate_tv([_segment(K)], w, float(delta), window=default_window(delta, K), hessian=hessian)
+
+
+@dataclass(frozen=True)
+class OptimalWeightsResult:
+    """Optimal rank weights and their certified quality.
+
+    Attributes
+    ----------
+    K, delta : int, float
+        The node.
+    weights : ndarray (K,)
+        Rank weights, ascending ranks (``j = K-1`` is the child furthest toward the target).
+    acceptance : float
+        ``1 - TV(g_w, f)`` evaluated exactly at ``weights`` (crossings + closed-form masses).
+    tv : float
+        ``TV(g_w, f)`` at ``weights``, summed directly (keeps relative accuracy at small delta).
+    gap : float
+        Certified upper bound on ``tv - TV*`` (Frank-Wolfe gap, P4.3).
+    lower_bound : float
+        Certified lower bound on the optimal TV, ``max(tv - gap, 0)``.
+    status : str
+        ``"optimal"`` (gap <= 1e-9 or at the float64 rounding floor), ``"trivial"`` (K = 1),
+        ``"degenerate"`` (delta <= sqrt(eps): uniform weights), or ``"inaccurate"``.
+    solver : str
+        How the weights were obtained.
+    iterations : int
+        Exact Newton iterations.
+    """
+
+    K: int
+    delta: float
+    weights: np.ndarray
+    acceptance: float
+    tv: float
+    gap: float
+    lower_bound: float
+    status: str
+    solver: str
+    iterations: int = 0
+    crossings: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def grid_spacing(K: int) -> float:
+    """Bracketing grid spacing for the crossings: finer for large K (crossings ~ K/2)."""
+    return min(0.04, 0.5 / K)
+
+
+def lp_range(K: int, delta: float) -> tuple[float, float]:
+    """Range covered by the base cells of the exchange LP."""
+    top = np.sqrt(2.0 * np.log(max(K, 2)))
+    return (-top - 5.0, max(delta, top) + 5.0)
+
+
+# ----------------------------------------------------------------------------------------
+# Warm starts: solutions already computed in this process (per K)
+# ----------------------------------------------------------------------------------------
+
+
+class _WarmCache:
+    """Solved (delta, weights) pairs per K; start = linear interpolation between neighbours."""
+
+    def __init__(self, max_size: int = 512):
+        self.max_size = max_size
+        self._d: dict[int, dict[float, np.ndarray]] = {}
+
+    def add(self, K: int, delta: float, w: np.ndarray) -> None:
+        d = self._d.setdefault(K, {})
+        if len(d) >= self.max_size:
+            d.pop(next(iter(d)))
+        d[float(delta)] = np.array(w, dtype=np.float64)
+
+    def start(self, K: int, delta: float):
+        d = self._d.get(K)
+        if not d:
+            return None
+        keys = np.array(sorted(d))
+        i = int(np.searchsorted(keys, delta))
+        if i == 0:
+            return d[keys[0]] if keys[0] <= 2 * delta + 0.5 else None
+        if i == keys.size:
+            return d[keys[-1]] if delta <= 2 * keys[-1] + 0.5 else None
+        lo, hi = keys[i - 1], keys[i]
+        t = (delta - lo) / (hi - lo)
+        return (1 - t) * d[lo] + t * d[hi]
+
+
+_WARM = _WarmCache()
+
+
+# ----------------------------------------------------------------------------------------
+# The solver
+# ----------------------------------------------------------------------------------------
+
+
+def _closed_form_uniform(K: int, delta: float, status: str, solver: str) -> OptimalWeightsResult:
+    """Uniform weights (g = phi): acceptance 2 Phi(-delta/2), A = (delta/2, inf)."""
+    w = np.full(K, 1.0 / K)
+    tv = float(erf(delta / (2.0 * np.sqrt(2.0))))
+    acc = float(2.0 * ndtr(-delta / 2.0))
+    if K == 1:
+        gap = 0.0
+    else:
+        grad = _segment(K).component_masses(np.array([delta / 2.0]), np.array([np.inf]))[0]
+        gap = max(float(np.max(grad) - grad @ w), 0.0)
+    return OptimalWeightsResult(
+        K=K, delta=delta, weights=w, acceptance=acc, tv=tv, gap=gap,
+        lower_bound=max(tv - gap, 0.0), status=status, solver=solver,
+        crossings=np.array([delta / 2.0]),
+    )
+
+
+def _solve(K: int, delta: float, w_start=None, start_name: str = "warm") -> OptimalWeightsResult:
+    from .quadrature import exchange_lp
+
+    seg = _segment(K)
+    window = default_window(delta, K)
+    spacing = grid_spacing(K)
+
+    def evaluate(w):
+        return evaluate_tv([seg], w, delta, window=window, spacing=spacing, hessian=True)
+
+    pol, name, lp_bound = None, "", -np.inf
+    if w_start is None and delta >= 2.0:
+        # large delta: the top rank is the usual optimum; one exact evaluation certifies it
+        w_start, start_name = np.eye(K)[K - 1], "top-rank"
+    if w_start is not None:
+        pol = maximize_acceptance(evaluate, w_start, rtol=1e-12, max_iter=12)
+        name = f"exact-Newton({start_name} start)"
+    if pol is None or not (pol.converged and pol.gap <= _GAP_TARGET):
+        ex = exchange_lp([seg], delta, window=window, lp_range=lp_range(K, delta),
+                         w_start=None if pol is None else pol.weights, tol=1e-7, spacing=spacing)
+        lp_bound = ex.lower_bound
+        pol2 = maximize_acceptance(evaluate, ex.weights, rtol=1e-12, max_iter=60)
+        if pol is None or pol2.gap < pol.gap:
+            pol = pol2
+        name = f"{ex.solver}-cell-LP(x{ex.iterations})+exact-Newton"
+    ev = pol.evaluation
+    gap = min(pol.gap, max(ev.tv - lp_bound, 0.0)) if np.isfinite(lp_bound) else pol.gap
+    status = "optimal" if (pol.converged or gap <= _GAP_TARGET) else "inaccurate"
+    return OptimalWeightsResult(
+        K=K, delta=delta, weights=pol.weights, acceptance=ev.acceptance, tv=ev.tv, gap=gap,
+        lower_bound=max(ev.tv - gap, 0.0), status=status, solver=name,
+        iterations=pol.iterations, crossings=ev.crossings,
+    )
+
+
+def optimal_rank_weights(K, delta) -> OptimalWeightsResult:
+    """Optimal RASS rank weights for ``K`` children at standardised displacement ``delta``.
+
+    Parameters
+    ----------
+    K : int
+        Children per node, ``K >= 1``.
+    delta : float
+        ``||mu_target - mu_draft|| / sigma``, finite and ``>= 0``.
+
+    Returns
+    -------
+    OptimalWeightsResult
+        ``.weights`` (K,) on the simplex (ascending ranks), ``.acceptance`` and ``.tv`` evaluated
+        exactly at those weights, ``.gap`` (certified ``tv - TV*`` bound), ``.lower_bound``
+        (certified lower bound on the optimal TV), ``.status``, ``.solver``.
+
+    Notes
+    -----
+    ``TV(w) = int (f - g_w)_+`` with ``g_w = sum_j w_j b_j`` is convex in ``w`` (and C^1), so
+
+        TV* >= TV(w) + min_j grad_j - <grad, w>,   grad_j = -b_j({f > g_w}),
+
+    which is the certificate reported as ``gap``.  Special cases: ``K = 1`` returns ``[1]``
+    (RMC, acceptance ``2 Phi(-delta/2)``); ``delta <= sqrt(eps)`` returns uniform weights
+    (``g = phi``, acceptance ``2 Phi(-delta/2)`` within rounding of 1) with the certified gap
+    at uniform weights.  Results are cached per ``K`` for warm starts, so a repeated call may
+    differ from a fresh process in the last digits of the weights (the certificate holds for
+    both).  Proof and error analysis: proofs/P4-weight-program.md.
+
+    Examples
+    --------
+    >>> import rass_theory as rt
+    >>> res = rt.optimal_rank_weights(4, 1.0)
+    >>> round(res.acceptance, 3), res.status
+    (0.896, 'optimal')
+    """
+    K = check_K(K, maximum=_MAX_K)
+    delta = check_delta(delta)
+    if K == 1:
+        return _closed_form_uniform(1, delta, "trivial", "closed-form")
+    if delta <= DEGENERATE_DELTA:
+        return _closed_form_uniform(K, delta, "degenerate", "closed-form")
+    res = _solve(K, delta, _WARM.start(K, delta))
+    if res.status == "optimal":
+        _WARM.add(K, delta, res.weights)
+    return res
