@@ -6,6 +6,7 @@ import numpy as np
 from .._validation import check_delta, check_K
 from ._base import BuiltinVerifier
 from ._core import draw_uniforms, finish, prepare
+from ._residual import draw_rass_residual
 from ._weights import check_row_weights, describe_weights, resolve_weights
 
 __all__ = ["RASSVerifier", "rass", "select_rank", "fresh_orthogonal"]
@@ -136,7 +137,7 @@ class RASSVerifier(BuiltinVerifier):
             return finish(batch, chosen, accepted, np.empty(0), rejected)
         w_rej = w[rej] if w.ndim == 2 else w
         if self.residual == "inverse":
-            new_s = exact_batch.sample_residual(w_rej, delta[rej], u[rejected, 2])
+            new_s = draw_rass_residual(w_rej, delta[rej], u[rejected, 2])
         else:
             new_s = exact_batch.sample_residual_rejection(w_rej, delta[rej], batch.rng)
         new_s = np.asarray(new_s, dtype=np.float64)

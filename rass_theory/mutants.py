@@ -1,0 +1,423 @@
+"""A catalogue of realistic *wrong* verifiers ("mutants") that prove the harness has teeth.
+
+Each entry of :data:`MUTANTS` is a factory ``factory(K) -> verifier`` whose docstring says what
+is wrong, why the bug is plausible, and which statistic of
+:func:`rass_theory.check_exactness` should catch it.  Every mutant obeys the verifier contract's
+shapes and dtypes (all but ``claims_child_after_correction``, which breaks the
+"accepted => exact copy" clause on purpose), so only the *law* of its output, its acceptance or
+the contract checker can expose it.  Every one is wrong in law (or in contract) at the harness's
+default cell ``K = 4, delta = 0.5, dim = 8``; ``tests/test_mutants_unit.py`` shows the size of the
+discrepancy for each, analytically or by Monte Carlo.
+
+Statistics referred to below: ``s`` -- goodness of fit of the projection to ``N(delta, 1)``;
+``r`` -- ``||z_perp||^2`` against ``chi^2(d - 1)``; ``acceptance`` -- the accepted count
+against the exact acceptance of the rule the mutant imitates; ``contract`` -- the contract
+checker.
+
+>>> from rass_theory.mutants import MUTANTS, all_mutants
+>>> len(MUTANTS) >= 8
+True
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ndtri
+
+from ._validation import check_K
+from .verifiers._base import BuiltinVerifier
+from .verifiers._core import draw_uniforms, finish, prepare
+from .verifiers._result import VerifierResult
+from .verifiers._weights import resolve_weights
+from .verifiers.rass import select_rank
+
+__all__ = ["MUTANTS", "MUTANT_CATCHES", "all_mutants", "MutantVerifier", "round_bfloat16"]
+
+#: name -> factory(K) returning the mutant verifier.
+MUTANTS: dict = {}
+#: name -> the statistic(s) expected to expose it.
+MUTANT_CATCHES: dict = {}
+_MIN_K: dict = {}
+
+
+def _register(name: str, catches: str, min_K: int = 1):
+    def decorator(factory):
+        MUTANTS[name] = factory
+        MUTANT_CATCHES[name] = catches
+        _MIN_K[name] = min_K
+        factory.mutant_name = name
+        factory.catches = catches
+        factory.min_K = min_K
+        return factory
+
+    return decorator
+
+
+def all_mutants(K: int = 4) -> dict:
+    """Instantiate every mutant that applies to nodes with ``K`` children.
+
+    Parameters
+    ----------
+    K : int, default 4
+        Children per node.  Mutants whose bug needs several children (e.g. the D-GRS ordering
+        bugs) are left out for smaller ``K``, where they would coincide with an exact rule.
+
+    Returns
+    -------
+    dict
+        ``name -> verifier`` in catalogue order.
+    """
+    K = check_K(K)
+    return {name: factory(K) for name, factory in MUTANTS.items() if K >= _MIN_K[name]}
+
+
+class MutantVerifier(BuiltinVerifier):
+    """A wrong verifier assembled from switchable pieces (see the factories for each bug).
+
+    The expected acceptance reported is that of the *exact* rule the mutant imitates, so that
+    the harness's acceptance test compares against what the mutant's author would have claimed.
+    """
+
+    imitates = "rass"
+
+    def __init__(self, name: str, K: int, rule, imitates: str = "rass"):
+        self.name = name
+        self.K_hint = K
+        self._rule = rule
+        self.imitates = imitates
+
+    def __repr__(self) -> str:
+        return f"MutantVerifier({self.name!r}, K={self.K_hint})"
+
+    def expected_acceptance(self, K: int, delta: float) -> float:
+        from .exact.acceptance import acceptance
+
+        if self.imitates == "rmc":
+            return float(acceptance("rmc", 1, delta))
+        return float(acceptance(self.imitates, K, delta))
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        return self._rule(children, mu_draft, mu_target, sigma, rng)
+
+
+# ----------------------------------------------------------------------------------------------
+# building blocks
+
+
+def _log_rmc_ratio(delta, s):
+    """``log f(s)/phi(s) = s delta - delta^2/2``."""
+    return s * delta - 0.5 * delta * delta
+
+
+def _single_draft_residual(delta, u):
+    """Inverse-CDF draw from ``(f - phi)_+ / TV``: the K = 1 residual."""
+    from .exact import batch as eb
+
+    return eb.sample_residual(np.ones(1), delta, u)
+
+
+def _rank_rule(*, select="sorted", w_select=None, w_correct=None, ratio="g", residual="g",
+               orth="selected", residual_round=None, claim_child=False):
+    """Return a RASS-like rule with the given pieces (``None`` weights mean optimal)."""
+    from .exact import batch as eb
+
+    def rule(children, mu_draft, mu_target, sigma, rng):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        n, K = batch.n, batch.K
+        u = draw_uniforms(batch, 3)
+        delta = batch.delta.astype(np.float64)
+        accepted = batch.degenerate.copy()
+        chosen = np.zeros(n, dtype=np.int64)
+        live = np.flatnonzero(~accepted)
+        if live.size == 0:
+            return finish(batch, chosen, accepted, np.empty(0))
+        d, s = delta[live], batch.s[live]
+        ws = resolve_weights("optimal" if w_select is None else w_select(K), K, d)
+        wc = ws if w_correct is None else resolve_weights(w_correct(K, ws), K, d)
+        if select == "sorted":
+            child, _ = select_rank(s, ws, u[live, 0])
+        elif select == "drafting":
+            cumulative = np.cumsum(ws, axis=-1)[..., : K - 1]
+            child = (u[live, 0][:, None] >= cumulative).sum(axis=1)
+        elif select == "top":
+            child = np.argmax(s, axis=1)
+        else:  # pragma: no cover - programming error
+            raise AssertionError(select)
+        s_sel = s[np.arange(live.size), child]
+        if ratio == "g":
+            log_ratio = eb.target_logpdf(d, s_sel) - eb.selected_logpdf(wc, d, s_sel)
+        elif ratio == "phi":
+            log_ratio = _log_rmc_ratio(d, s_sel)
+        else:  # "one": always accept
+            log_ratio = np.zeros_like(s_sel)
+        take = np.log(u[live, 1]) < log_ratio
+        chosen[live] = child
+        accepted[live] = take
+        rej = ~take
+        rejected = live[rej]
+        if rejected.size == 0:
+            return finish(batch, chosen, accepted, np.empty(0), rejected)
+        d_rej, u_rej = d[rej], u[rejected, 2]
+        if residual == "g":
+            new_s = eb.sample_residual(wc[rej] if wc.ndim == 2 else wc, d_rej, u_rej)
+        elif residual == "single":
+            new_s = _single_draft_residual(d_rej, u_rej)
+        elif residual == "target":
+            new_s = d_rej + ndtri(u_rej)
+        else:  # pragma: no cover
+            raise AssertionError(residual)
+        new_s = np.asarray(new_s, dtype=np.float64)
+        if residual_round is not None:
+            new_s = residual_round(new_s)
+        z_perp = None
+        e = batch.frame.direction[rejected]
+        if orth == "zero":
+            z_perp = np.zeros_like(e)
+        elif orth == "unprojected":
+            z_perp = batch.rng.standard_normal(e.shape)
+        res = finish(batch, chosen, accepted, new_s, rejected, z_perp)
+        if claim_child:
+            chosen[batch.degenerate] = 0
+            return VerifierResult(res.states, np.ones(n, dtype=bool), chosen)
+        return res
+
+    return rule
+
+
+def _dgrs_rule(*, order="drafting", levels="recursive"):
+    """Return a D-GRS-like rule: ``order`` of examination, ``levels`` of the residuals."""
+    from .exact import batch as eb  # noqa: F401 - imported for the residual helper
+    from .exact import dgrs as ed
+
+    def rule(children, mu_draft, mu_target, sigma, rng):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        n, K = batch.n, batch.K
+        u = draw_uniforms(batch, K + 1)
+        delta = batch.delta.astype(np.float64)
+        accepted = batch.degenerate.copy()
+        chosen = np.zeros(n, dtype=np.int64)
+        order_idx = np.argsort(batch.s, axis=1) if order == "sorted" else np.broadcast_to(np.arange(K), (n, K))
+        open_rows = np.flatnonzero(~accepted)
+        for k in range(K):
+            if open_rows.size == 0:
+                break
+            child = order_idx[open_rows, k]
+            s_k = batch.s[open_rows, child]
+            d = delta[open_rows]
+            if levels == "recursive":
+                p = ed.batch_accept_prob(k + 1, d, s_k)
+            elif levels == "flat":
+                p = np.exp(np.minimum(_log_rmc_ratio(d, s_k), 0.0))
+            elif levels == "shifted":
+                p = ed.batch_accept_prob(k + 2, d, s_k) if k + 2 <= K else ed.batch_accept_prob(K, d, s_k)
+            else:  # pragma: no cover
+                raise AssertionError(levels)
+            take = u[open_rows, k] < p
+            hit = open_rows[take]
+            accepted[hit] = True
+            chosen[hit] = child[take]
+            open_rows = open_rows[~take]
+        new_s = np.empty(0)
+        if open_rows.size:
+            d, uu = delta[open_rows], u[open_rows, K]
+            new_s = _single_draft_residual(d, uu) if levels == "flat" else ed.batch_sample_final_residual(K, d, uu)
+        return finish(batch, chosen, accepted, np.asarray(new_s, dtype=np.float64), open_rows)
+
+    return rule
+
+
+def _reversed(K, ws):
+    return (ws[..., ::-1]).copy()
+
+
+# ----------------------------------------------------------------------------------------------
+# the catalogue
+
+
+@_register("ratio_against_draft", catches="s, acceptance")
+def ratio_against_draft(K: int = 4):
+    """RASS whose acceptance ratio uses the draft density ``phi`` instead of the selected law ``g_w``.
+
+    Wrong: accepts the ranked child w.p. ``min(1, f/phi)`` although its density is ``g_w``, then
+    corrects with the right residual ``(f - g_w)_+``; the accepted part ``g_w min(1, f/phi)`` is
+    not ``min(f, g_w)``.  Plausible: it is the single-draft (RMC) ratio, copied over when a code
+    base moves from K = 1 to ranked selection.  At K = 4, delta = 0.5 the selected child sits to
+    the right of the target, so the output ``s`` is shifted right: caught by ``s`` (and by the
+    acceptance count).
+    """
+    return MutantVerifier("ratio_against_draft", K, _rank_rule(ratio="phi"))
+
+
+@_register("single_draft_residual", catches="s")
+def single_draft_residual(K: int = 4):
+    """RASS with the correct ratio ``f/g_w`` but the single-draft residual ``(f - phi)_+ / TV``.
+
+    Wrong: after rank selection the missing mass is ``(f - g_w)_+``, not ``(f - phi)_+``.
+    Plausible: the RMC residual (reflection region ``s > delta/2``) is reused unchanged.  The
+    acceptance is right (only the residual branch is wrong), so only ``s`` catches it.
+    """
+    return MutantVerifier("single_draft_residual", K, _rank_rule(residual="single"))
+
+
+@_register("residual_from_target", catches="s")
+def residual_from_target(K: int = 4):
+    """RASS that draws the correction from the target ``f`` itself instead of the residual.
+
+    Wrong: output density ``min(f, g_w) + TV f`` double-counts the overlap.  Plausible: "on
+    rejection just sample the target" sounds harmless.  Caught by ``s`` (too much mass where
+    ``g_w`` and ``f`` overlap).
+    """
+    return MutantVerifier("residual_from_target", K, _rank_rule(residual="target"))
+
+
+@_register("dgrs_flat_residual", catches="s, acceptance", min_K=2)
+def dgrs_flat_residual(K: int = 4):
+    """D-GRS with a non-recursive residual: every child tested with ``min(1, f/phi)``, final draw from ``(f - phi)_+``.
+
+    Wrong for K >= 2: after child 1 is rejected the remaining mass is ``r_1``, not ``f``; the
+    output ``min(f, phi)(1 - TV^K)/(1 - TV) + TV^K (f - phi)_+ / TV`` over-weights the overlap.
+    Plausible: each child looks like an independent RMC step.  Caught by ``s`` and by the
+    acceptance count (``1 - TV^K`` instead of ``1 - prod Z_k``).
+    """
+    return MutantVerifier("dgrs_flat_residual", K, _dgrs_rule(levels="flat"), imitates="dgrs")
+
+
+@_register("dgrs_sorted_order", catches="s", min_K=2)
+def dgrs_sorted_order(K: int = 4):
+    """D-GRS that examines the children sorted by ``s`` (ascending) instead of in drafting order.
+
+    Wrong: the level-k test assumes child k is a fresh ``N(0, 1)`` draw independent of the
+    earlier rejections; the k-th smallest of K draws is not.  Plausible: the children were
+    already sorted for RASS and the same array is reused.  Caught by ``s`` (too many small
+    values accepted early).
+    """
+    return MutantVerifier("dgrs_sorted_order", K, _dgrs_rule(order="sorted"), imitates="dgrs")
+
+
+@_register("dgrs_level_off_by_one", catches="s, acceptance", min_K=2)
+def dgrs_level_off_by_one(K: int = 4):
+    """D-GRS whose child k is tested against level ``r_k`` instead of ``r_{k-1}`` (off by one).
+
+    Wrong: child 1 should be tested against ``r_0 = f`` but meets ``r_1``, and the last child
+    reuses ``r_{K-1}``.  Plausible: 0-based versus 1-based level indexing.  Caught by ``s`` and
+    the acceptance count.
+    """
+    return MutantVerifier("dgrs_level_off_by_one", K, _dgrs_rule(levels="shifted"), imitates="dgrs")
+
+
+@_register("weights_reversed_in_correction", catches="s, acceptance", min_K=2)
+def weights_reversed_in_correction(K: int = 4):
+    """RASS that selects with rank weights ``w`` but computes ratio and residual with ``w[::-1]``.
+
+    Wrong: the correction must use the law of what was actually selected.  Plausible: ascending
+    versus descending rank conventions differ between the paper's notation and the selection
+    code.  Caught by ``s`` and the acceptance count.
+    """
+    return MutantVerifier("weights_reversed_in_correction", K, _rank_rule(w_correct=_reversed))
+
+
+@_register("orth_zeroed_on_correction", catches="r")
+def orth_zeroed_on_correction(K: int = 4):
+    """RASS that rebuilds the corrected state from ``s'`` alone: ``mu_draft + sigma s' e``.
+
+    Wrong: ``z_perp`` is zero on the correction branch, so ``||z_perp||^2`` has an atom at 0 of
+    mass ``1 - acceptance``.  Plausible: the theory is one-dimensional and the rebuild forgets
+    the other ``d - 1`` coordinates.  Invisible to any test on ``s``; caught by ``r``.
+    """
+    return MutantVerifier("orth_zeroed_on_correction", K, _rank_rule(orth="zero"))
+
+
+@_register("orth_unprojected_fresh", catches="s")
+def orth_unprojected_fresh(K: int = 4):
+    """RASS with ``orthogonal="fresh"`` that forgets to project the fresh noise off ``e``.
+
+    Wrong: the correction is ``mu_draft + sigma (s' e + g)`` with ``g ~ N(0, I_d)`` whose own
+    component along ``e`` adds ``N(0, 1)`` to ``s'`` on the correction branch.  Plausible: "fresh
+    orthogonal noise" implemented as fresh noise.  ``||z_perp||^2`` stays ``chi^2(d-1)``; caught
+    by ``s`` (too wide).
+    """
+    return MutantVerifier("orth_unprojected_fresh", K, _rank_rule(orth="unprojected"))
+
+
+def round_bfloat16(x) -> np.ndarray:
+    """Round float64 values to the nearest bfloat16 (8 significant bits), returned as float64.
+
+    Emulates ``torch.tensor(x, dtype=torch.bfloat16)``: cast to float32, round the low 16 bits
+    of the binary representation to nearest-even, zero them.
+    """
+    f32 = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+    bits = f32.view(np.uint32).astype(np.uint64)
+    rounding = np.uint64(0x7FFF) + ((bits >> np.uint64(16)) & np.uint64(1))
+    bits = ((bits + rounding) >> np.uint64(16)) << np.uint64(16)
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+@_register("precision_bf16_residual", catches="s (fine-bin chi-square / G test)")
+def precision_bf16_residual(K: int = 4):
+    """RASS whose residual coordinate ``s'`` is computed in bfloat16 while states are float64.
+
+    Wrong: the corrected ``s'`` lives on the bfloat16 lattice (8 significant bits: spacing
+    ``2^-7`` on ``[1, 2)``, ``2^-6`` on ``[2, 4)``), so the correction branch of the output law
+    is atomic: a fraction ``1 - acceptance`` of the outputs sits on a lattice that a continuous
+    law hits with probability 0.  Plausible: a mixed-precision (autocast) kernel evaluates the
+    scalar inverse CDF in bfloat16 while the float64 state update ``child + sigma (s' - s) e``
+    looks exact.  A sup-distance test barely moves; the chi-square / G test on fine PIT bins of
+    ``s`` (bins narrower than the lattice) catches it.
+    """
+    return MutantVerifier("precision_bf16_residual", K, _rank_rule(residual_round=round_bfloat16))
+
+
+@_register("always_accept_top", catches="s, acceptance")
+def always_accept_top(K: int = 4):
+    """Always commit the child with the largest ``s`` (the one "closest to the target").
+
+    Wrong: the output is the maximum of K standard normals, not ``N(delta, 1)``.  Plausible: a
+    greedy "pick the best draft" heuristic presented as a verifier.  Caught by ``s`` and the
+    acceptance count (always 1).
+    """
+    return MutantVerifier("always_accept_top", K, _rank_rule(select="top", ratio="one"))
+
+
+@_register("rass_drafting_order", catches="s", min_K=2)
+def rass_drafting_order(K: int = 4):
+    """RASS that draws the rank but indexes the children in drafting order (forgot to sort).
+
+    Wrong: the selected child is then a plain ``N(0, 1)`` draw, but the ratio and residual use
+    ``g_w``.  Plausible: ``children[j]`` instead of ``children[order[j]]``.  Caught by ``s``.
+    """
+    return MutantVerifier("rass_drafting_order", K, _rank_rule(select="drafting"))
+
+
+@_register("reflection_drops_zperp", catches="r")
+def reflection_drops_zperp(K: int = 4):
+    """RMC on child 0 whose reflection rebuilds the state from the reflected ``s`` only.
+
+    Wrong: on rejection the state is ``mu_draft + sigma (delta - s) e``, losing ``z_perp``:
+    ``||z_perp||^2`` has an atom at 0 of mass ``TV = 1 - 2 Phi(-delta/2)``.  Plausible: the
+    reflection is written in the rank-1 coordinate and mapped back without the orthogonal part.
+    For K > 1 the other children are ignored (which alone would be exact).  Caught by ``r``.
+    """
+
+    def rule(children, mu_draft, mu_target, sigma, rng):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        u = draw_uniforms(batch, 1)[:, 0]
+        delta = batch.delta.astype(np.float64)
+        s = batch.s[:, 0]
+        accepted = (np.log(u) < np.minimum(_log_rmc_ratio(delta, s), 0.0)) | batch.degenerate
+        rejected = np.flatnonzero(~accepted)
+        z_perp = np.zeros((rejected.size, batch.d))
+        return finish(batch, np.zeros(batch.n, dtype=np.int64), accepted, delta[rejected] - s[rejected],
+                      rejected, z_perp)
+
+    return MutantVerifier("reflection_drops_zperp", K, rule, imitates="rmc")
+
+
+@_register("claims_child_after_correction", catches="contract")
+def claims_child_after_correction(K: int = 4):
+    """Exact RASS law, but corrected rows are reported as accepted with the selected child's index.
+
+    Wrong: the contract says an accepted state *is* the child; here it is the correction.  The
+    output law is exact, so only the contract checker (``not_a_copy``) and the acceptance count
+    (always higher than exact) catch it.  Plausible: ``accepted`` computed as "a child was
+    selected" rather than "the selected child was kept".
+    """
+    return MutantVerifier("claims_child_after_correction", K, _rank_rule(claim_child=True))
