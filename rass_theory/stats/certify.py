@@ -8,7 +8,6 @@ split ``alpha / n_cells`` per cell: it is uniformly more powerful and gives the 
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -16,7 +15,7 @@ import numpy as np
 
 from . import tests as T
 from .harness import (DEFAULT_N_SAMPLES, _config, _family_size, build_node, collect_counts, make_report,
-                      raw_tests)
+                      permutations_for, raw_tests)
 
 __all__ = ["certify", "CertifyResult", "default_cells"]
 
@@ -143,7 +142,7 @@ def certify(verifier, cells=None, *, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rn
     -----
     With ``m_c`` tests in cell ``c`` the family has ``m = sum_c m_c`` hypotheses and Holm rejects
     the ``i``-th smallest p-value when all of ``p_(j) <= alpha / (m - j + 1)``, ``j <= i``.  The
-    energy test's permutation count defaults to ``ceil(2 m / alpha)`` (capped at 1e5) so it can
+    energy test's permutation count defaults to ``ceil(1.5 m / alpha)`` (capped at 1e5) so it can
     reach Holm's first threshold, and each report's ``detectable_ks_distance`` uses the grid's
     ``m``.
     """
@@ -161,7 +160,7 @@ def certify(verifier, cells=None, *, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rn
     for i, (K, delta, dim) in enumerate(cells):
         cfgs.append(_config(verifier, K, delta, dim, n_samples, alpha, stream_seed(root, (4, i)), expected,
                             kwargs.get("sigma", 1.0), kwargs.get("chunk_size", None), kwargs.get("n_directions"),
-                            kwargs.get("n_bins", 4096), kwargs.get("two_sample_size", 500), user_perms,
+                            kwargs.get("n_bins", 4096), kwargs.get("two_sample_size", 400), user_perms,
                             kwargs.get("false_pass_rate", 0.01), kwargs.get("backend", "numpy"),
                             kwargs.get("device"), kwargs.get("backend_options"), None, 1,
                             kwargs.get("progress", False)))
@@ -171,7 +170,7 @@ def certify(verifier, cells=None, *, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rn
         raise TypeError(f"certify got unexpected keyword argument(s) {sorted(unknown)}")
     m_total = sum(_family_size(c) for c in cfgs)
     if user_perms is None:
-        perms = int(min(100_000, max(999, math.ceil(2 * m_total / alpha))))
+        perms = permutations_for(m_total, alpha)
         cfgs = [_replace_perms(c, perms) for c in cfgs]
     runs = []
     for cfg in cfgs:

@@ -46,7 +46,7 @@ __all__ = ["check_exactness", "certify", "run_chunk_numpy", "counts_from_result"
 DEFAULT_N_SAMPLES = 1_000_000
 DEFAULT_CHUNK_SIZE = 100_000
 DEFAULT_N_BINS = 4096
-DEFAULT_TWO_SAMPLE_SIZE = 500
+DEFAULT_TWO_SAMPLE_SIZE = 400
 N_CHI2_BINS = 32
 BACKENDS = ("numpy", "torch", "dask")
 _WHOLE_ARRAY_KINDS = {"missing_field", "not_an_array", "shape", "dtype"}
@@ -318,10 +318,16 @@ def _family_size(cfg: HarnessConfig) -> int:
 
 
 def _n_permutations(cfg: HarnessConfig) -> int:
-    """Enough permutations that the energy test alone can reach Holm's first threshold, twice over."""
+    """Enough permutations that the energy test alone can pass Holm's first threshold ``alpha / m``."""
     if cfg.n_permutations is not None:
         return cfg.n_permutations
-    return int(min(100_000, max(999, math.ceil(2 * _family_size(cfg) / cfg.alpha))))
+    return permutations_for(_family_size(cfg), cfg.alpha)
+
+
+def permutations_for(m: int, alpha: float) -> int:
+    """``ceil(1.5 m / alpha)`` clipped to ``[999, 100000]``: the smallest attainable permutation
+    p-value ``1 / (P + 1)`` is then below Holm's first threshold ``alpha / m``."""
+    return int(min(100_000, max(999, math.ceil(1.5 * m / alpha))))
 
 
 def raw_tests(counts: ExactnessCounts, node: SyntheticNode, cfg: HarnessConfig) -> list:
@@ -411,11 +417,12 @@ def check_exactness(verifier, K=4, delta=0.5, dim=8, n_samples=DEFAULT_N_SAMPLES
         Orthogonal test directions, default ``min(2, dim - 1)``.
     n_bins : int, default 4096
         Equiprobable PIT bins of each histogram.
-    two_sample_size : int, default 500
+    two_sample_size : int, default 400
         States (and direct target draws) in the energy two-sample test.
     n_permutations : int, optional
-        Permutations of the energy test; default ``max(999, ceil(2 m / alpha))`` (capped at 1e5) so
-        the test can reject on its own inside a Holm family of ``m`` tests.
+        Largest number of permutations of the energy test (Besag-Clifford sequential stopping
+        under the null); default ``ceil(1.5 m / alpha)`` clipped to [999, 1e5], so the test can
+        reject on its own inside a Holm family of ``m`` tests.
     false_pass_rate : float, default 0.01
         ``beta`` of the reported ``detectable_ks_distance``.
     backend : {"numpy", "torch", "dask"}
