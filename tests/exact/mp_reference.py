@@ -219,3 +219,64 @@ def bound(K, delta, scan_points=801):
             t = _refine(deriv, a, b)
             candidates.append((J(t), rho(t), t))
         return min(candidates, key=lambda x: (x[0], -x[1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison against the project's closed forms (the only place this module touches them)
+# ---------------------------------------------------------------------------------------------
+
+GRID_K = (1, 2, 3, 4, 5, 8, 16, 32, 64)
+GRID_DELTA = (1e-8, 1e-4, 0.01, 0.1, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+#: relative errors of a rejection probability are compared only above this (float64 normal range)
+REL_FLOOR = 1e-300
+
+
+def fixed_random_weights(K, seed=0):
+    """A reproducible random weight vector on the simplex (Dirichlet(1), seed derived from K)."""
+    import numpy as np
+
+    return np.random.default_rng([seed, K]).dirichlet(np.ones(K))
+
+
+def weight_vectors(K):
+    """``name -> weights`` for the RASS checks: uniform, top rank, one fixed random vector."""
+    import numpy as np
+
+    top = np.zeros(K)
+    top[-1] = 1.0
+    return {"uniform": np.full(K, 1.0 / K), "top": top, "random": fixed_random_weights(K)}
+
+
+def _errors(acc, rej, ref_acc, ref_rej):
+    abs_err = abs(mp.mpf(acc) - ref_acc)
+    if ref_rej > REL_FLOOR:
+        rel_err = abs(mp.mpf(rej) - ref_rej) / ref_rej
+    else:  # the reference underflows float64: the closed form must report (almost) zero
+        rel_err = mp.mpf(0) if rej <= 1e-290 else mp.mpf(1)
+    return float(abs_err), float(rel_err)
+
+
+def compare(rule, K, delta, weights=None):
+    """``(abs error of acceptance, rel error of rejection)`` of the closed form vs the reference.
+
+    ``rule`` in ``{"rmc", "dgrs", "bound", "rass"}`` (``"rass"`` needs ``weights``).
+    """
+    import rass_theory as rt
+    from rass_theory.exact import bound as bound_module
+    from rass_theory.exact import rejection_probability
+
+    if rule == "rmc":
+        ref = rmc(delta)
+        return _errors(rt.acceptance("rmc", 1, delta), rejection_probability("rmc", 1, delta), *ref)
+    if rule == "dgrs":
+        ref_acc, ref_rej, _, _ = dgrs(K, delta)
+        return _errors(rt.acceptance("dgrs", K, delta), rejection_probability("dgrs", K, delta), ref_acc, ref_rej)
+    if rule == "bound":
+        ref_acc, ref_rej, _ = bound(K, delta)
+        res = bound_module.list_coupling_bound(K, delta)
+        return _errors(res.acceptance, res.rejection, ref_acc, ref_rej)
+    if rule == "rass":
+        ref_acc, ref_tv = rass_tv(weights, delta)
+        return _errors(rt.acceptance("rass", K, delta, weights=weights),
+                       rejection_probability("rass", K, delta, weights=weights), ref_acc, ref_tv)
+    raise ValueError(f"unknown rule {rule!r}")
