@@ -7,9 +7,11 @@ probability-integral transforms (:class:`~rass_theory.stats.streaming.ExactnessC
 merged counts are then tested (:mod:`rass_theory.stats.tests`):
 
 ==========================  =================================================================
-``s_ks``, ``s_chi2``        ``s - delta ~ N(0, 1)`` (binned KS; Pearson chi-square, 32 bins)
-``rperp_ks``, ``rperp_chi2``  ``||z_perp||^2 ~ chi^2(dim - 1)``
-``dir{j}_ks``, ``_chi2``    ``<v_j, z> ~ N(0, 1)`` on fixed random unit ``v_j`` orthogonal to ``e``
+``s_*``                     ``s - delta ~ N(0, 1)``: ``_ks`` binned KS (smooth shifts),
+                            ``_chi2`` Pearson on 32 bins, ``_chi2_fine`` Pearson on every fine
+                            bin (atoms, lattices: precision bugs)
+``rperp_*``                 ``||z_perp||^2 ~ chi^2(dim - 1)``, same three tests
+``dir{j}_*``                ``<v_j, z> ~ N(0, 1)`` on fixed random unit ``v_j`` orthogonal to ``e``
 ``joint_chi2``              ``(s, ||z_perp||^2)`` PITs independent uniform, 8 x 8 cells
 ``acceptance_binomial``     accepted count ~ Binomial(n, exact acceptance) (when known)
 ``energy_two_sample``       first ``two_sample_size`` states vs direct ``N(mu_target, sigma^2 I)``
@@ -309,9 +311,10 @@ def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = No
 # ---------------------------------------------------------------------------------------------
 # evaluation
 def _family_size(cfg: HarnessConfig) -> int:
-    m = 2 + 1  # s_ks, s_chi2, energy
+    per_histogram = 3  # ks, chi2 (32 bins), chi2 (fine bins)
+    m = per_histogram + 1  # s, energy
     if cfg.dim > 1:
-        m += 3 + 2 * cfg.n_directions  # rperp_ks, rperp_chi2, joint, directions
+        m += per_histogram * (1 + cfg.n_directions) + 1  # rperp, directions, joint
     if cfg.expected_acceptance is not None:
         m += 1
     return m
@@ -330,16 +333,20 @@ def permutations_for(m: int, alpha: float) -> int:
     return int(min(100_000, max(999, math.ceil(1.5 * m / alpha))))
 
 
+def _histogram_tests(prefix, counts, n_bins) -> list:
+    """KS at the bin edges, chi-square on 32 coarse bins, chi-square on the fine bins."""
+    return [(f"{prefix}_ks", T.binned_ks_test(counts)),
+            (f"{prefix}_chi2", T.binned_chisquare_test(counts, N_CHI2_BINS)),
+            (f"{prefix}_chi2_fine", T.binned_chisquare_test(counts, n_bins, min_expected=5))]
+
+
 def raw_tests(counts: ExactnessCounts, node: SyntheticNode, cfg: HarnessConfig) -> list:
     """``[(name, TestStatistic)]`` of every statistical test of the family, raw p-values."""
-    out = [("s_ks", T.binned_ks_test(counts.s_counts)),
-           ("s_chi2", T.binned_chisquare_test(counts.s_counts, N_CHI2_BINS))]
+    out = _histogram_tests("s", counts.s_counts, node.n_bins)
     if node.dim > 1:
-        out += [("rperp_ks", T.binned_ks_test(counts.r_counts)),
-                ("rperp_chi2", T.binned_chisquare_test(counts.r_counts, N_CHI2_BINS))]
+        out += _histogram_tests("rperp", counts.r_counts, node.n_bins)
         for j in range(node.n_directions):
-            out += [(f"dir{j}_ks", T.binned_ks_test(counts.dir_counts[j])),
-                    (f"dir{j}_chi2", T.binned_chisquare_test(counts.dir_counts[j], N_CHI2_BINS))]
+            out += _histogram_tests(f"dir{j}", counts.dir_counts[j], node.n_bins)
         out.append(("joint_chi2", T.joint_chisquare_test(counts.joint_counts, node.n_bins)))
     if cfg.expected_acceptance is not None:
         out.append(("acceptance_binomial", T.binomial_test(counts.n_accepted, counts.n_valid, cfg.expected_acceptance)))

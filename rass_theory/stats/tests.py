@@ -1,7 +1,7 @@
 """Hypothesis tests on the harness's mergeable statistics.
 
 * :func:`binned_ks_test` -- Kolmogorov-Smirnov distance of a PIT histogram at its bin edges.
-* :func:`binned_chisquare_test` -- Pearson chi-square of a PIT histogram merged into coarse bins.
+* :func:`binned_chisquare_test` -- Pearson chi-square of a PIT histogram (coarse or fine bins).
 * :func:`joint_chisquare_test` -- Pearson chi-square of the joint (s, ||z_perp||^2) histogram
   against the product of uniforms (marginals *and* independence).
 * :func:`binomial_test` / :func:`clopper_pearson` -- exact tests on the acceptance count.
@@ -109,20 +109,24 @@ def coarse_counts(counts, n_coarse: int):
     return coarse, probs
 
 
-def binned_chisquare_test(counts, n_coarse: int = 32) -> TestStatistic:
-    """Pearson chi-square test of a PIT histogram after merging into coarse bins.
+def binned_chisquare_test(counts, n_coarse: int = 32, min_expected: float = 10) -> TestStatistic:
+    """Pearson chi-square test of a PIT histogram after merging into ``n_coarse`` bins.
 
     Notes
     -----
     ``X^2 = sum_c (O_c - n p_c)^2 / (n p_c)`` with ``C - 1`` degrees of freedom; ``p_c`` is exact
-    (a fraction of the equiprobable fine bins).  ``C`` is reduced to ``n // 10`` when the sample is
-    small so every expected count is at least 10, where the chi-square law is accurate.
+    (a fraction of the equiprobable fine bins).  ``C`` is reduced to ``n // min_expected`` when the
+    sample is small so every expected count is at least ``min_expected``, where the chi-square law
+    is accurate (with thousands of degrees of freedom 5 suffices: the statistic is a sum of many
+    nearly independent terms).  With ``n_coarse`` equal to the number of fine bins the test sees
+    structure at the finest scale, e.g. the atoms of a low-precision lattice, that KS and coarse
+    bins average away.
     """
     counts = np.asarray(counts, dtype=np.int64)
     n = int(counts.sum())
     if n == 0:
         return TestStatistic(float("nan"), float("nan"), "no samples")
-    C = int(min(n_coarse, max(2, n // 10), counts.size))
+    C = int(min(n_coarse, max(2, int(n // min_expected)), counts.size))
     obs, probs = coarse_counts(counts, C)
     expected = n * probs
     stat = float(np.sum((obs - expected) ** 2 / expected))

@@ -1,0 +1,97 @@
+"""Checkpoint and resume: interrupted runs end with the uninterrupted counts, bit for bit."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import rass_theory as rt
+from rass_theory.stats.checkpoint import load_checkpoint
+
+from _stats_stubs import Named, resample
+
+KW = dict(n_samples=20_000, chunk_size=2_000, n_bins=512, two_sample_size=300, rng=12)
+
+
+def test_keyboard_interrupt_writes_checkpoint_and_resume_matches(tmp_path):
+    path = tmp_path / "run.npz"
+    reference = rt.check_exactness(Named(resample), **KW)
+    with pytest.raises(KeyboardInterrupt):
+        rt.check_exactness(Named(resample, interrupt_at=3), checkpoint=path, checkpoint_every=100, **KW)
+    assert path.exists()
+    from rass_theory.stats.harness import _config
+    cfg = _config(Named(resample), 4, 0.5, 8, KW["n_samples"], 1e-3, 12, None, 1.0, KW["chunk_size"], None,
+                  KW["n_bins"], KW["two_sample_size"], None, 0.01, "numpy", None, None, path, 100, False)
+    counts, next_chunk, complete = load_checkpoint(path, cfg.fingerprint())
+    assert next_chunk == 3 and not complete and counts.n_rows == 3 * 2_000  # nothing lost
+    resumed = rt.check_exactness(Named(resample), checkpoint=path, **KW)
+    assert resumed.resumed_from_chunk == 3
+    assert resumed.counts.equal(reference.counts)
+    assert [t.pvalue for t in resumed.tests] == [t.pvalue for t in reference.tests]
+    # a completed checkpoint returns the same verdict without running anything
+    again = rt.check_exactness(Named(resample, interrupt_at=0), checkpoint=path, **KW)
+    assert again.counts.equal(reference.counts) and again.resumed_from_chunk == 10
+
+
+def test_killed_subprocess_resumes_bit_for_bit(tmp_path):
+    path = tmp_path / "killed.npz"
+    stubs_dir = os.path.dirname(__file__)
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {stubs_dir!r})
+        import rass_theory as rt
+        from _stats_stubs import Named, resample
+        def slow(*args):
+            time.sleep(0.3)
+            return resample(*args)
+        rt.check_exactness(Named(slow), checkpoint={str(path)!r}, checkpoint_every=1, **{KW!r})
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.time() + 120
+        while not path.exists() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    from rass_theory.stats.harness import _config
+    cfg = _config(Named(resample), 4, 0.5, 8, KW["n_samples"], 1e-3, 12, None, 1.0, KW["chunk_size"], None,
+                  KW["n_bins"], KW["two_sample_size"], None, 0.01, "numpy", None, None, path, 1, False)
+    _, next_chunk, complete = load_checkpoint(path, cfg.fingerprint())
+    assert 1 <= next_chunk < 10 and not complete
+    resumed = rt.check_exactness(Named(resample), checkpoint=path, **KW)
+    reference = rt.check_exactness(Named(resample), **KW)
+    assert resumed.resumed_from_chunk == next_chunk
+    assert resumed.counts.equal(reference.counts)
+
+
+def test_foreign_checkpoint_is_refused_and_kept(tmp_path):
+    path = tmp_path / "run.npz"
+    rt.check_exactness(Named(resample), checkpoint=path, **KW)
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=r"different run configuration.*delta"):
+        rt.check_exactness(Named(resample), checkpoint=path, **{**KW, "delta": 0.6})
+    with pytest.raises(ValueError, match=r"verifier"):
+        rt.check_exactness(Named(resample, name="other"), checkpoint=path, **KW)
+    with pytest.raises(ValueError, match=r"seed"):
+        rt.check_exactness(Named(resample), checkpoint=path, **{**KW, "rng": 13})
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", [b"", b"not a zip file at all", None])
+def test_corrupt_checkpoint_is_refused_and_kept(tmp_path, content):
+    path = tmp_path / "bad.npz"
+    if content is None:
+        np.savez(path, something=np.arange(3))  # a valid npz that is not ours
+        content = path.read_bytes()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(ValueError, match=str(path.name)):
+        rt.check_exactness(Named(resample), checkpoint=path, **KW)
+    assert path.read_bytes() == content
