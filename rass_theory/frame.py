@@ -1,4 +1,4 @@
-"""The rank-1 frame of one speculative node (DESIGN section 2, proof ``P1-rank1``).
+"""The rank-1 frame of one speculative node (DESIGN section 2, proof ``proofs/P1-rank1-reduction.md``).
 
 Children ``X_1..X_K`` are iid ``N(mu_draft, sigma^2 I_d)`` and the target kernel is
 ``N(mu_target, sigma^2 I_d)``.  With
@@ -87,43 +87,117 @@ class Rank1Frame:
 
     @classmethod
     def from_means(cls, mu_draft, mu_target, sigma) -> "Rank1Frame":
-        """Build the frame from the two kernel means and the shared scale ``sigma``."""
-        mu_draft = np.asarray(mu_draft)
-        mu_target = np.asarray(mu_target)
-        if mu_draft.ndim != 2 or mu_target.shape != mu_draft.shape:
-            raise ValueError(
-                f"mu_draft and mu_target must both have shape (n, d), got {mu_draft.shape} and {mu_target.shape}"
-            )
+        """Build the frame from the two kernel means and the shared scale ``sigma``.
+
+        Parameters
+        ----------
+        mu_draft, mu_target : array_like, shape (n, d)
+            Finite real means of the draft and target kernels.
+        sigma : float or array_like, shape (n,)
+            Finite, ``> 0``.
+
+        Notes
+        -----
+        The norm of ``mu_target - mu_draft`` is computed after scaling each row by its largest
+        absolute entry, so displacements as small as ``1e-300`` (or as large as ``1e300``) give
+        an exact unit direction without underflow, overflow or warnings.  A zero displacement
+        gives ``e = e_1``.  See ``proofs/P1-rank1-reduction.md``.
+        """
+        mu_draft = _as_real_matrix(mu_draft, "mu_draft")
+        mu_target = _as_real_matrix(mu_target, "mu_target")
+        if mu_target.shape != mu_draft.shape:
+            raise ValueError(f"mu_target must have the shape of mu_draft {mu_draft.shape}, got {mu_target.shape}")
         dtype = np.result_type(mu_draft.dtype, mu_target.dtype, np.float32)
         n, d = mu_draft.shape
-        sig = np.broadcast_to(np.asarray(sigma, dtype=dtype), (n,)).copy()
-        if not np.all(np.isfinite(sig)) or np.any(sig <= 0):
-            raise ValueError("sigma must be finite and > 0")
+        sig = _as_sigma(sigma, n, dtype)
         diff = (mu_target - mu_draft).astype(dtype, copy=False)
-        norm = np.linalg.norm(diff, axis=1)
+        with np.errstate(over="ignore"):
+            if not np.all(np.isfinite(diff)):
+                raise ValueError("mu_target - mu_draft overflows the dtype; rescale the means")
+        scale = np.max(np.abs(diff), axis=1) if d > 0 else np.zeros(n, dtype=dtype)
+        nonzero = scale > 0
         direction = np.zeros((n, d), dtype=dtype)
         if d > 0:
             direction[:, 0] = 1.0
-        nonzero = norm > 0
-        direction[nonzero] = diff[nonzero] / norm[nonzero, None]
-        delta = norm / sig
+        norm = np.zeros(n, dtype=dtype)
+        if np.any(nonzero):
+            scaled = diff[nonzero] / scale[nonzero, None]  # largest entry +-1: no under/overflow
+            scaled_norm = np.linalg.norm(scaled, axis=1)
+            direction[nonzero] = scaled / scaled_norm[:, None]
+            norm[nonzero] = scale[nonzero] * scaled_norm
+        with np.errstate(over="ignore", under="ignore"):
+            delta = norm / sig
         degenerate = delta <= degenerate_tolerance(dtype)
         return cls(mu_draft.astype(dtype, copy=False), sig, direction, delta, degenerate)
 
+    @property
+    def n(self) -> int:
+        """Number of nodes (rows)."""
+        return self.mu_draft.shape[0]
+
+    @property
+    def dim(self) -> int:
+        """Dimension ``d`` of the state."""
+        return self.mu_draft.shape[1]
+
     def project(self, x):
-        """Return ``(s, z_perp)`` for states ``x`` of shape ``(n, d)`` or ``(n, K, d)``."""
+        """Return ``(s, z_perp)`` for states ``x`` of shape ``(n, d)`` or ``(n, K, d)``.
+
+        ``z = (x - mu_draft) / sigma``, ``s = <e, z>``, ``z_perp = z - s e``; ``s`` has shape
+        ``(n,)`` or ``(n, K)`` and ``z_perp`` the shape of ``x``.
+        """
         x = np.asarray(x)
-        if x.ndim == 2:
+        if x.dtype.kind not in "fiu":
+            raise TypeError(f"x must hold real numbers, got dtype {x.dtype}")
+        n, d = self.mu_draft.shape
+        if x.ndim == 2 and x.shape == (n, d):
             z = (x - self.mu_draft) / self.sigma[:, None]
             s = np.einsum("nd,nd->n", z, self.direction)
             return s, z - s[:, None] * self.direction
-        if x.ndim == 3:
+        if x.ndim == 3 and x.shape[0] == n and x.shape[2] == d:
             z = (x - self.mu_draft[:, None, :]) / self.sigma[:, None, None]
             s = np.einsum("nkd,nd->nk", z, self.direction)
             return s, z - s[..., None] * self.direction[:, None, :]
-        raise ValueError(f"x must have shape (n, d) or (n, K, d), got {x.shape}")
+        raise ValueError(f"x must have shape (n, d) = {(n, d)} or (n, K, d) = {(n, 'K', d)}, got {x.shape}")
 
     def reconstruct(self, s, z_perp):
-        """Return ``mu_draft + sigma (s e + z_perp)`` for ``s (n,)`` and ``z_perp (n, d)``."""
+        """Return ``mu_draft + sigma (s e + z_perp)`` for ``s (n,)``, ``z_perp (n, d)``.
+
+        Also accepts ``s (n, K)`` with ``z_perp (n, K, d)`` (the inverse of :meth:`project`).
+        """
         s = np.asarray(s)
-        return self.mu_draft + self.sigma[:, None] * (s[:, None] * self.direction + z_perp)
+        z_perp = np.asarray(z_perp)
+        n, d = self.mu_draft.shape
+        if s.shape == (n,) and z_perp.shape == (n, d):
+            return self.mu_draft + self.sigma[:, None] * (s[:, None] * self.direction + z_perp)
+        if s.ndim == 2 and s.shape[0] == n and z_perp.shape == s.shape + (d,):
+            return self.mu_draft[:, None, :] + self.sigma[:, None, None] * (
+                s[..., None] * self.direction[:, None, :] + z_perp)
+        raise ValueError(
+            f"s and z_perp must have shapes (n,) and (n, d) with (n, d) = {(n, d)} (or (n, K) and (n, K, d)), "
+            f"got {s.shape} and {z_perp.shape}")
+
+
+def _as_real_matrix(value, name: str) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must have shape (n, d), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (found NaN or infinity)")
+    return arr
+
+
+def _as_sigma(sigma, n: int, dtype) -> np.ndarray:
+    try:
+        sig = np.asarray(sigma, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"sigma must be a real number or an array of shape (n,), got {sigma!r}") from exc
+    if sig.ndim == 0:
+        sig = np.full(n, float(sig))
+    if sig.shape != (n,):
+        raise ValueError(f"sigma must be a scalar or have shape (n,) = {(n,)}, got {sig.shape}")
+    if not np.all(np.isfinite(sig)) or np.any(sig <= 0):
+        raise ValueError("sigma must be finite and > 0")
+    return sig.astype(dtype)
