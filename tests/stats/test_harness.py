@@ -42,7 +42,7 @@ class TestVerdicts:
         rep = rt.check_exactness(resample, expected_acceptance=0.0, **SMALL)
         assert rep.passed, rep
         names = [t.name for t in rep.tests]
-        assert names[:4] == ["s_ks", "s_chi2", "rperp_ks", "rperp_chi2"]
+        assert names[:6] == ["s_ks", "s_chi2", "s_chi2_fine", "rperp_ks", "rperp_chi2", "rperp_chi2_fine"]
         assert {"dir0_ks", "dir1_chi2", "joint_chi2", "acceptance_binomial", "energy_two_sample", "contract"} <= set(names)
         assert rep.n_samples == rep.n_valid == 20_000 and rep.acceptance_rate == 0.0
         assert 0 < rep.detectable_ks_distance < 0.05 and rep.elapsed_seconds > 0
