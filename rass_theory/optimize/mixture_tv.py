@@ -177,22 +177,22 @@ def _refine_roots(fun, x0: np.ndarray, x1: np.ndarray, r0: np.ndarray, r1: np.nd
     fa = np.clip(r0, -1e3, 1e3).astype(np.float64)
     fb = np.clip(r1, -1e3, 1e3).astype(np.float64)
     side = np.zeros(a.size, dtype=np.int8)
-    for it in range(100):
+    c_prev = np.full(a.size, np.nan)
+    done = np.zeros(a.size, dtype=bool)
+    tiny = 4 * np.finfo(float).eps
+    for it in range(200):
         width = b - a
-        done = width <= 4 * np.finfo(float).eps * np.maximum(np.abs(a), np.abs(b)) + 1e-300
+        done |= width <= tiny * np.maximum(np.abs(a), np.abs(b)) + 1e-300
         if np.all(done):
             break
         denom = fb - fa
         c = np.where(denom != 0, b - fb * width / np.where(denom != 0, denom, 1.0), 0.5 * (a + b))
-        # every fourth step bisect, guaranteeing a geometric shrink of the bracket
-        if it % 4 == 3:
-            c = 0.5 * (a + b)
+        # bisection whenever the secant point leaves the bracket or a side stalls (Illinois)
         bad = ~(c > a) | ~(c < b)
         c = np.where(bad, 0.5 * (a + b), c)
         fc = np.clip(fun(c), -1e3, 1e3)
         exact = fc == 0
         left = (np.sign(fc) == np.sign(fa)) & ~exact
-        # Illinois modification: halve the retained end's value after two same-side steps
         a_new = np.where(left, c, a)
         fa_new = np.where(left, fc, np.where(side == -1, 0.5 * fa, fa))
         b_new = np.where(~left, c, b)
@@ -202,6 +202,8 @@ def _refine_roots(fun, x0: np.ndarray, x1: np.ndarray, r0: np.ndarray, r1: np.nd
         b_new = np.where(exact, c, b_new)
         a, b, fa, fb = (np.where(done, a, a_new), np.where(done, b, b_new),
                         np.where(done, fa, fa_new), np.where(done, fb, fb_new))
+        done |= exact | (np.abs(c - c_prev) <= tiny * np.abs(c))
+        c_prev = c
     return np.where(np.abs(fa) <= np.abs(fb), a, b)
 
 
@@ -353,7 +355,7 @@ def evaluate_tv(
 
 
 def certified_gap(ev: TVEvaluation, w: np.ndarray) -> float:
-    """Certified bound on ``TV(w) - TV*`` (equivalently ``acceptance* - acceptance(w)``).
+    r"""Certified bound on ``TV(w) - TV*`` (equivalently ``acceptance* - acceptance(w)``).
 
     Notes
     -----

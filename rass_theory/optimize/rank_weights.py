@@ -230,6 +230,7 @@ def _closed_form_uniform(K: int, delta: float, status: str, solver: str) -> Opti
     else:
         grad = _segment(K).component_masses(np.array([delta / 2.0]), np.array([np.inf]))[0]
         gap = max(float(np.max(grad) - grad @ w), 0.0)
+    gap = min(gap, tv)  # TV* >= 0 is also a certificate
     return OptimalWeightsResult(
         K=K, delta=delta, weights=w, acceptance=acc, tv=tv, gap=gap,
         lower_bound=max(tv - gap, 0.0), status=status, solver=solver,
@@ -238,32 +239,16 @@ def _closed_form_uniform(K: int, delta: float, status: str, solver: str) -> Opti
 
 
 def _solve(K: int, delta: float, w_start=None, start_name: str = "warm") -> OptimalWeightsResult:
-    from .quadrature import exchange_lp
+    from .quadrature import solve_weights
 
-    seg = _segment(K)
-    window = default_window(delta, K)
-    spacing = grid_spacing(K)
-
-    def evaluate(w):
-        return evaluate_tv([seg], w, delta, window=window, spacing=spacing, hessian=True)
-
-    pol, name, lp_bound = None, "", -np.inf
     if w_start is None and delta >= 2.0:
         # large delta: the top rank is the usual optimum; one exact evaluation certifies it
         w_start, start_name = np.eye(K)[K - 1], "top-rank"
-    if w_start is not None:
-        pol = maximize_acceptance(evaluate, w_start, rtol=1e-12, max_iter=12)
-        name = f"exact-Newton({start_name} start)"
-    if pol is None or not (pol.converged and pol.gap <= _GAP_TARGET):
-        ex = exchange_lp([seg], delta, window=window, lp_range=lp_range(K, delta),
-                         w_start=None if pol is None else pol.weights, tol=1e-7, spacing=spacing)
-        lp_bound = ex.lower_bound
-        pol2 = maximize_acceptance(evaluate, ex.weights, rtol=1e-12, max_iter=60)
-        if pol is None or pol2.gap < pol.gap:
-            pol = pol2
-        name = f"{ex.solver}-cell-LP(x{ex.iterations})+exact-Newton"
+    pol, name, gap = solve_weights(
+        [_segment(K)], delta, window=default_window(delta, K), lp_range=lp_range(K, delta),
+        spacing=grid_spacing(K), w_start=w_start, start_name=start_name, gap_target=_GAP_TARGET,
+    )
     ev = pol.evaluation
-    gap = min(pol.gap, max(ev.tv - lp_bound, 0.0)) if np.isfinite(lp_bound) else pol.gap
     status = "optimal" if (pol.converged or gap <= _GAP_TARGET) else "inaccurate"
     return OptimalWeightsResult(
         K=K, delta=delta, weights=pol.weights, acceptance=ev.acceptance, tv=ev.tv, gap=gap,
@@ -319,3 +304,170 @@ def optimal_rank_weights(K, delta) -> OptimalWeightsResult:
     if res.status == "optimal":
         _WARM.add(K, delta, res.weights)
     return res
+
+
+# ----------------------------------------------------------------------------------------
+# Sweeps
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OptimalWeightsTable:
+    """Optimal weights over a grid of ``(K, delta)`` (one row per pair, K-major order).
+
+    Attributes
+    ----------
+    K, delta, acceptance, tv, gap, lower_bound : ndarray (m,)
+    status : tuple of str
+    weights : tuple of ndarray
+        Row ``i`` has length ``K[i]``.
+    """
+
+    K: np.ndarray
+    delta: np.ndarray
+    acceptance: np.ndarray
+    tv: np.ndarray
+    gap: np.ndarray
+    lower_bound: np.ndarray
+    status: tuple
+    weights: tuple
+
+    def to_rows(self) -> list[dict]:
+        """One dict per row; weights as a list."""
+        return [
+            {
+                "K": int(self.K[i]), "delta": float(self.delta[i]),
+                "acceptance": float(self.acceptance[i]), "tv": float(self.tv[i]),
+                "gap": float(self.gap[i]), "lower_bound": float(self.lower_bound[i]),
+                "status": self.status[i], "weights": [float(x) for x in self.weights[i]],
+            }
+            for i in range(self.K.size)
+        ]
+
+    def to_csv(self, path=None) -> str:
+        """CSV text (weights space-separated in one column); also written to ``path`` if given."""
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["K", "delta", "acceptance", "tv", "gap", "lower_bound", "status", "weights"])
+        for row in self.to_rows():
+            writer.writerow([row["K"], repr(row["delta"]), repr(row["acceptance"]), repr(row["tv"]),
+                             repr(row["gap"]), repr(row["lower_bound"]), row["status"],
+                             " ".join(repr(x) for x in row["weights"])])
+        text = buf.getvalue()
+        if path is not None:
+            with open(path, "w", newline="") as fh:
+                fh.write(text)
+        return text
+
+
+def optimal_weights_table(Ks, deltas) -> OptimalWeightsTable:
+    """Optimal rank weights for every ``K`` in ``Ks`` and ``delta`` in ``deltas``.
+
+    The deltas of each ``K`` are solved in ascending order, each warm-started from the
+    previous one (:func:`optimal_rank_weights`); rows come back in the input order.
+
+    Notes
+    -----
+    Every row carries its own certificate (``gap``); see proofs/P4-weight-program.md.
+    """
+    Ks = [check_K(k, maximum=_MAX_K) for k in np.atleast_1d(np.asarray(Ks)).tolist()]
+    ds = np.atleast_1d(check_delta(deltas, allow_array=True)).astype(np.float64)
+    if len(Ks) == 0 or ds.size == 0:
+        raise ValueError("Ks and deltas must be non-empty")
+    rows = []
+    for K in Ks:
+        sols = {}
+        for d in np.unique(ds):
+            sols[float(d)] = optimal_rank_weights(K, float(d))
+        rows.extend(sols[float(d)] for d in ds)
+    return OptimalWeightsTable(
+        K=np.array([r.K for r in rows]), delta=np.array([r.delta for r in rows]),
+        acceptance=np.array([r.acceptance for r in rows]), tv=np.array([r.tv for r in rows]),
+        gap=np.array([r.gap for r in rows]), lower_bound=np.array([r.lower_bound for r in rows]),
+        status=tuple(r.status for r in rows), weights=tuple(r.weights for r in rows),
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# Interpolator for per-row deltas
+# ----------------------------------------------------------------------------------------
+
+#: delta grid of the interpolator (dense where the weights move, sparse in the top-rank regime)
+INTERPOLATION_GRID = np.concatenate([
+    [0.0], np.geomspace(1e-3, 0.1, 5), np.linspace(0.15, 3.0, 20), np.linspace(3.25, 6.0, 12),
+    [7.0, 8.0, 10.0, 12.0, 16.0],
+])
+
+
+class OptimalWeightsInterpolator:
+    """Deterministic map ``delta (n,) -> weights (n, K)`` by piecewise-linear interpolation.
+
+    The grid weights are optimal (certified) at :data:`INTERPOLATION_GRID`; between grid
+    points the convex combination of two simplex vectors stays on the simplex; beyond the
+    last point the last weights are held.  RASS is exact for any weights, so interpolation
+    only costs optimality (measured in ``bench/bench_optimal_weights.py``).
+
+    Attributes
+    ----------
+    K : int
+    grid : ndarray (G,)
+    weights : ndarray (G, K)
+    acceptance : ndarray (G,)
+    """
+
+    def __init__(self, K: int):
+        self.K = K
+        self.grid = INTERPOLATION_GRID.copy()
+        W = np.empty((self.grid.size, K))
+        acc = np.empty(self.grid.size)
+        prev = None
+        for i, d in enumerate(self.grid):
+            if K == 1 or d <= DEGENERATE_DELTA:
+                res = _closed_form_uniform(K, float(d), "degenerate", "closed-form")
+            else:
+                # a private warm chain: the grid never depends on what was solved before
+                res = _solve(K, float(d), prev, "grid-neighbour")
+            W[i] = res.weights
+            acc[i] = res.acceptance
+            prev = res.weights
+        self.weights = W
+        self.weights.setflags(write=False)
+        self.acceptance = acc
+        self.acceptance.setflags(write=False)
+
+    def __call__(self, delta) -> np.ndarray:
+        d = np.atleast_1d(check_delta(delta, allow_array=True)).astype(np.float64)
+        if d.ndim != 1:
+            raise ValueError(f"delta must be a scalar or a 1-d array, got shape {d.shape}")
+        g = self.grid
+        idx = np.clip(np.searchsorted(g, d, side="right") - 1, 0, g.size - 2)
+        t = np.clip((d - g[idx]) / (g[idx + 1] - g[idx]), 0.0, 1.0)[:, None]
+        out = (1.0 - t) * self.weights[idx] + t * self.weights[idx + 1]
+        out = np.clip(out, 0.0, None)
+        return out / out.sum(axis=1, keepdims=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _interpolator(K: int) -> OptimalWeightsInterpolator:
+    return OptimalWeightsInterpolator(K)
+
+
+def optimal_weights_interpolator(K) -> OptimalWeightsInterpolator:
+    """Cached per-``K`` interpolator of the optimal rank weights in ``delta``.
+
+    Parameters
+    ----------
+    K : int
+        Children per node.
+
+    Returns
+    -------
+    OptimalWeightsInterpolator
+        Callable ``delta (n,) -> weights (n, K)`` on the simplex, deterministic.
+
+    Notes
+    -----
+    Piecewise-linear in ``delta`` between certified optima on :data:`INTERPOLATION_GRID`
+    (proofs/P4-weight-program.md, P4.6).
+    """
+    return _interpolator(check_K(K, maximum=_MAX_K))

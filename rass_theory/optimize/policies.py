@@ -1,0 +1,311 @@
+"""Value-aware selection policies: rules that pick one child from the list using the values
+of the projections ``s``, with an exactly known selected density.
+
+Exactness (proofs/P8-value-aware-policies.md, P8.2): if the selected child's projection has
+density ``g`` (under the draft), accepting it with probability ``min(1, f/g)`` and otherwise
+drawing from ``(f - g)_+ / TV(g, f)`` outputs exactly ``f``, whatever ``g`` is; the acceptance
+is ``1 - TV(g, f)``.  So any policy below can be verified by the same maximal coupling and
+residual as RASS (P2), and optimised by the convex program of P4 when it is linear in its
+weights.
+
+Protocol (docs/ARCHITECTURE.md): ``.K``; ``.select(s (n, K), delta (n,), rng) -> index (n,)``
+(column of the selected child); ``.selected_logpdf(delta, s)`` and ``.selected_cdf(delta, s)``
+per row, ``delta (n,)``, ``s (n,)`` or ``(n, m)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from scipy.special import betainc, log_ndtr, ndtr
+
+from rass_theory._validation import as_generator, check_delta, check_K, check_weights
+
+from .mixture_tv import default_window, logsumexp_rows
+from .rank_weights import RankSegment, grid_spacing, optimal_rank_weights
+from .threshold import ThresholdLowerSegment, normal_interval_mass, threshold_segments
+
+__all__ = [
+    "SelectionPolicy",
+    "RankPolicy",
+    "ThresholdRankPolicy",
+    "ThresholdPolicyResult",
+    "optimal_threshold_policy",
+    "threshold_acceptance",
+]
+
+
+@runtime_checkable
+class SelectionPolicy(Protocol):
+    """A rule that selects one of ``K`` children and knows its selected law exactly."""
+
+    K: int
+
+    def select(self, s: np.ndarray, delta: np.ndarray, rng) -> np.ndarray:
+        """Column index ``(n,)`` of the selected child for projections ``s (n, K)``."""
+
+    def selected_logpdf(self, delta: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """Log density of the selected child's projection, per row."""
+
+    def selected_cdf(self, delta: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """CDF of the selected child's projection, per row."""
+
+
+def _rows(delta, s):
+    d = np.atleast_1d(check_delta(delta, allow_array=True)).astype(np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    if s.ndim == 1:
+        if d.size not in (1, s.shape[0]):
+            raise ValueError(f"delta has {d.size} rows but s has {s.shape[0]}")
+        return d, s[:, None], True
+    if s.ndim != 2:
+        raise ValueError(f"s must have shape (n,) or (n, m), got {s.shape}")
+    if d.size not in (1, s.shape[0]):
+        raise ValueError(f"delta has {d.size} rows but s has {s.shape[0]}")
+    return d, s, False
+
+
+def _check_children(s, K):
+    s = np.asarray(s, dtype=np.float64)
+    if s.ndim != 2 or s.shape[1] != K:
+        raise ValueError(f"s must have shape (n, K={K}), got {s.shape}")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("s must be finite")
+    return s
+
+
+def _draw_rank(weights, n, rng):
+    cw = np.cumsum(weights)
+    cw[-1] = 1.0
+    return np.minimum(np.searchsorted(cw, rng.random(n), side="right"), weights.size - 1)
+
+
+class RankPolicy:
+    """RASS: sort the children by ``s`` and select rank ``j ~ weights`` (ascending ranks).
+
+    Notes
+    -----
+    ``g(s) = sum_j w_j K C(K-1, j) phi(s) Phi(s)^j (1 - Phi(s))^(K-1-j)``,
+    ``G(s) = sum_j w_j I_{Phi(s)}(j + 1, K - j)`` (proofs/P8-value-aware-policies.md, P8.1).
+    """
+
+    def __init__(self, weights):
+        self.weights = check_weights(weights)
+        self.K = self.weights.size
+        self._seg = RankSegment(self.K)
+
+    def select(self, s, delta, rng):
+        s = _check_children(s, self.K)
+        rng = as_generator(rng)
+        order = np.argsort(s, axis=1, kind="stable")
+        j = _draw_rank(self.weights, s.shape[0], rng)
+        return order[np.arange(s.shape[0]), j]
+
+    def selected_logpdf(self, delta, s):
+        d, s2, flat = _rows(delta, s)
+        with np.errstate(divide="ignore"):
+            lw = np.log(self.weights)
+        out = logsumexp_rows(self._seg.log_components(s2.ravel()) + lw).reshape(s2.shape)
+        return out[:, 0] if flat else out
+
+    def selected_cdf(self, delta, s):
+        d, s2, flat = _rows(delta, s)
+        j, K = np.arange(K := self.K), self.K
+        F = betainc(j + 1, K - j, ndtr(s2.ravel())[:, None]) @ self.weights
+        out = np.clip(F.reshape(s2.shape), 0.0, 1.0)
+        return out[:, 0] if flat else out
+
+
+class ThresholdRankPolicy:
+    """Select the top child if its ``s >= t``; otherwise select rank ``j ~ weights``.
+
+    Parameters
+    ----------
+    K : int
+    t : float
+        Threshold (``inf`` gives RASS with ``weights``).
+    weights : array (K,)
+        Rank weights used when the top child is below ``t``.
+
+    Notes
+    -----
+    ``g(s) = K phi(s) Phi(s)^(K-1)`` for ``s >= t`` and
+    ``g(s) = sum_j w_j K C(K-1,j) phi(s) Phi(s)^j (Phi(t) - Phi(s))^(K-1-j)`` for ``s < t``;
+    ``G(s) = Phi(s)^K`` for ``s >= t`` and ``Phi(t)^K sum_j w_j I_{Phi(s)/Phi(t)}(j+1, K-j)``
+    for ``s < t`` (proofs/P8-value-aware-policies.md, P8.1).
+    """
+
+    def __init__(self, K, t, weights):
+        self.K = check_K(K)
+        if isinstance(t, bool) or not np.isscalar(t) or np.isnan(float(t)):
+            raise ValueError(f"t must be a real number or inf, got {t!r}")
+        self.t = float(t)
+        self.weights = check_weights(weights, self.K)
+        self._segments = threshold_segments(self.K, self.t)
+
+    def select(self, s, delta, rng):
+        s = _check_children(s, self.K)
+        rng = as_generator(rng)
+        n = s.shape[0]
+        order = np.argsort(s, axis=1, kind="stable")
+        j = _draw_rank(self.weights, n, rng)
+        top = order[:, -1]
+        above = s[np.arange(n), top] >= self.t
+        return np.where(above, top, order[np.arange(n), j])
+
+    def selected_logpdf(self, delta, s):
+        d, s2, flat = _rows(delta, s)
+        x = s2.ravel()
+        out = np.empty(x.size)
+        with np.errstate(divide="ignore"):
+            lw = np.log(self.weights)
+        if len(self._segments) == 1:
+            out = logsumexp_rows(self._segments[0].log_components(x) + lw)
+        else:
+            lower, upper = self._segments
+            hi = x >= self.t
+            out[hi] = upper.log_fixed(x[hi])
+            if np.any(~hi):
+                out[~hi] = logsumexp_rows(lower.log_components(x[~hi]) + lw)
+        out = out.reshape(s2.shape)
+        return out[:, 0] if flat else out
+
+    def selected_cdf(self, delta, s):
+        d, s2, flat = _rows(delta, s)
+        x = s2.ravel()
+        K = self.K
+        j = np.arange(K)
+        if not np.isfinite(self.t):
+            F = betainc(j + 1, K - j, ndtr(x)[:, None]) @ self.weights
+        else:
+            F = np.empty(x.size)
+            hi = x >= self.t
+            F[hi] = ndtr(x[hi]) ** K
+            lo = ~hi
+            Pt = ndtr(self.t)
+            xr = np.clip(ndtr(x[lo]) / Pt, 0.0, 1.0)
+            F[lo] = Pt ** K * (betainc(j + 1, K - j, xr[:, None]) @ self.weights)
+        out = np.clip(F.reshape(s2.shape), 0.0, 1.0)
+        return out[:, 0] if flat else out
+
+
+# ----------------------------------------------------------------------------------------
+# Optimisation over (t, w')
+# ----------------------------------------------------------------------------------------
+
+
+def _inner(K: int, delta: float, t: float, w_start=None):
+    """Optimal ``w'`` and certified acceptance for a fixed threshold ``t``."""
+    from .quadrature import solve_weights
+
+    top = np.sqrt(2.0 * np.log(max(K, 2)))
+    pol, name, gap = solve_weights(
+        threshold_segments(K, t), delta, window=default_window(delta, K),
+        lp_range=(-top - 5.0, max(delta, top) + 5.0), spacing=grid_spacing(K),
+        w_start=w_start, start_name="neighbour", gap_target=1e-9,
+    )
+    return pol.evaluation.acceptance, pol.weights, gap
+
+
+def threshold_acceptance(K, delta, t, weights) -> float:
+    """Exact acceptance ``1 - TV(g, f)`` of :class:`ThresholdRankPolicy` (P8.1, P4.1)."""
+    from .mixture_tv import evaluate_tv
+
+    pol = ThresholdRankPolicy(K, t, weights)
+    delta = check_delta(delta)
+    return evaluate_tv(pol._segments, pol.weights, delta, window=default_window(delta, pol.K),
+                       spacing=grid_spacing(pol.K), hessian=False).acceptance
+
+
+@dataclass(frozen=True)
+class ThresholdPolicyResult:
+    """Best threshold-rank policy for ``(K, delta)``.
+
+    Attributes
+    ----------
+    policy : ThresholdRankPolicy
+    acceptance : float
+        Exact acceptance of ``policy``.
+    t : float
+        Threshold (``inf`` when plain RASS is best).
+    weights : ndarray (K,)
+    gap : float
+        Certified gap of the inner weight program at ``t`` (optimality in ``w'`` only; the
+        1-D search over ``t`` is not certified).
+    rass_acceptance : float
+        Optimal RASS acceptance (``t = inf``), for comparison.
+    """
+
+    policy: ThresholdRankPolicy
+    acceptance: float
+    t: float
+    weights: np.ndarray
+    gap: float
+    rass_acceptance: float
+
+
+def optimal_threshold_policy(K, delta, *, n_grid: int = 21) -> ThresholdPolicyResult:
+    """Best threshold-rank policy: exact convex program in ``w'``, bracketed search in ``t``.
+
+    Parameters
+    ----------
+    K : int
+    delta : float
+    n_grid : int
+        Points of the initial ``t`` grid on ``[-1, delta + 3]``.
+
+    Notes
+    -----
+    ``a(t) = max_{w'} acceptance(t, w')``.  The grid maximum is bracketed by its neighbours and
+    refined by golden-section search (the grid is checked for a single interior maximum; if
+    ``a`` is not unimodal on the grid, every local maximum is refined and the best kept).
+    ``t = inf`` (RASS) is always a candidate, so the result is never worse than RASS.
+    Proof of the selected law and of exactness: proofs/P8-value-aware-policies.md.
+    """
+    K = check_K(K)
+    delta = check_delta(delta)
+    rass = optimal_rank_weights(K, delta)
+    if K == 1 or delta <= np.sqrt(np.finfo(float).eps):
+        pol = ThresholdRankPolicy(K, np.inf, rass.weights)
+        return ThresholdPolicyResult(pol, rass.acceptance, np.inf, rass.weights, rass.gap, rass.acceptance)
+    cache: dict[float, tuple] = {}
+    start = {"w": rass.weights}
+
+    def a(t):
+        t = float(t)
+        if t not in cache:
+            acc, w, gap = _inner(K, delta, t, start["w"])
+            cache[t] = (acc, w, gap)
+            start["w"] = w
+        return cache[t][0]
+
+    ts = np.linspace(-1.0, delta + 3.0, n_grid)
+    vals = np.array([a(t) for t in ts])
+    # local maxima of the grid (ends included), each refined by golden section
+    cand = [i for i in range(n_grid)
+            if (i == 0 or vals[i] >= vals[i - 1]) and (i == n_grid - 1 or vals[i] >= vals[i + 1])]
+    cand = sorted(cand, key=lambda i: -vals[i])[:2]
+    invphi = (np.sqrt(5.0) - 1.0) / 2.0
+    for i in cand:
+        lo, hi = ts[max(i - 1, 0)], ts[min(i + 1, n_grid - 1)]
+        x1 = hi - invphi * (hi - lo)
+        x2 = lo + invphi * (hi - lo)
+        f1, f2 = a(x1), a(x2)
+        for _ in range(40):
+            if hi - lo < 1e-6:
+                break
+            if f1 >= f2:
+                hi, x2, f2 = x2, x1, f1
+                x1 = hi - invphi * (hi - lo)
+                f1 = a(x1)
+            else:
+                lo, x1, f1 = x1, x2, f2
+                x2 = lo + invphi * (hi - lo)
+                f2 = a(x2)
+    t_best = max(cache, key=lambda t: cache[t][0])
+    acc, w, gap = cache[t_best]
+    if rass.acceptance >= acc:
+        t_best, acc, w, gap = np.inf, rass.acceptance, rass.weights, rass.gap
+    policy = ThresholdRankPolicy(K, t_best, w)
+    return ThresholdPolicyResult(policy, acc, t_best, np.asarray(w), gap, rass.acceptance)

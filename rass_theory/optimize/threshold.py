@@ -1,0 +1,115 @@
+"""Selected law of the threshold-rank policy and its optimisation.
+
+Policy (K iid ``N(0, 1)`` children, projections ``s``): select the top child if its ``s >= t``;
+otherwise draw a rank ``j ~ w'`` and select the ``j``-th smallest child.  Its selected density
+(proofs/P8-value-aware-policies.md, P8.1) is
+
+    g(s) = K phi(s) Phi(s)^(K-1)                                             for s >= t,
+    g(s) = sum_j w'_j K C(K-1, j) phi(s) Phi(s)^j (Phi(t) - Phi(s))^(K-1-j)  for s <  t,
+
+and its CDF is ``Phi(s)^K`` for ``s >= t`` and
+``Phi(t)^K sum_j w'_j I_{Phi(s)/Phi(t)}(j + 1, K - j)`` for ``s < t``.  For fixed ``t`` it is
+linear in ``w'`` (two segments of a mixture family), so the weight program of P4 applies
+unchanged; ``t`` is found by a bracketed 1-D search.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import betainc, gammaln, log_ndtr, ndtr
+
+from .mixture_tv import log_phi
+
+__all__ = ["ThresholdLowerSegment", "ThresholdUpperSegment", "threshold_segments",
+           "normal_interval_mass", "log_normal_interval_mass"]
+
+
+def normal_interval_mass(s, t):
+    """``Phi(t) - Phi(s)`` for ``s <= t``, computed in the tail where it is small."""
+    s = np.asarray(s, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    return np.where(s > 0, ndtr(-s) - ndtr(-t), ndtr(t) - ndtr(s))
+
+
+def log_normal_interval_mass(s, t):
+    """``log(Phi(t) - Phi(s))`` (``-inf`` at ``s = t``)."""
+    with np.errstate(divide="ignore"):
+        return np.log(np.clip(normal_interval_mass(s, t), 0.0, None))
+
+
+class ThresholdLowerSegment:
+    """``s < t``: components ``b^t_j(s) = K C(K-1, j) phi Phi^j (Phi(t) - Phi)^(K-1-j)``."""
+
+    def __init__(self, K: int, t: float):
+        self.K, self.t = K, float(t)
+        self.lo, self.hi = -np.inf, float(t)
+        self.n_components = K
+        j = np.arange(K, dtype=np.float64)
+        self._j = j
+        self._log_coef = np.log(K) + gammaln(K) - gammaln(j + 1) - gammaln(K - j)
+        self._Pt = float(ndtr(self.t))
+        self._logPt = float(log_ndtr(self.t))
+
+    def log_components(self, s):
+        s = np.asarray(s, dtype=np.float64)
+        lu = log_ndtr(s)[:, None]
+        lv = log_normal_interval_mass(s, self.t)[:, None]
+        with np.errstate(invalid="ignore"):
+            rest = (self.K - 1 - self._j) * lv
+        rest = np.where((self.K - 1 - self._j) == 0, 0.0, rest)
+        return log_phi(s)[:, None] + self._log_coef + self._j * lu + rest
+
+    def log_fixed(self, s):
+        return None
+
+    def component_masses(self, a, b):
+        a = np.asarray(a, dtype=np.float64)[:, None]
+        b = np.minimum(np.asarray(b, dtype=np.float64), self.t)[:, None]
+        j, K, Pt = self._j, self.K, self._Pt
+        xa = np.clip(ndtr(a) / Pt, 0.0, 1.0)
+        xb = np.clip(ndtr(b) / Pt, 0.0, 1.0)
+        ya = np.clip(normal_interval_mass(a, self.t) / Pt, 0.0, 1.0)   # 1 - xa, accurately
+        yb = np.clip(normal_interval_mass(b, self.t) / Pt, 0.0, 1.0)
+        Fa = betainc(j + 1, K - j, xa)
+        low = betainc(j + 1, K - j, xb) - Fa
+        up = betainc(K - j, j + 1, ya) - betainc(K - j, j + 1, yb)
+        return np.exp(K * self._logPt) * np.where(Fa > 0.5, up, low)
+
+    def fixed_masses(self, a, b):
+        return np.zeros(np.asarray(a).shape)
+
+
+class ThresholdUpperSegment:
+    """``s >= t``: the fixed density of the maximum, ``K phi Phi^(K-1)``; no free weights."""
+
+    def __init__(self, K: int, t: float):
+        self.K, self.t = K, float(t)
+        self.lo, self.hi = float(t), np.inf
+        self.n_components = K
+
+    def log_components(self, s):
+        return np.full((np.asarray(s).size, self.K), -np.inf)
+
+    def log_fixed(self, s):
+        s = np.asarray(s, dtype=np.float64)
+        return np.log(self.K) + log_phi(s) + (self.K - 1) * log_ndtr(s)
+
+    def component_masses(self, a, b):
+        return np.zeros((np.asarray(a).size, self.K))
+
+    def fixed_masses(self, a, b):
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        # 1 - Phi(x)^K = -expm1(K log Phi(x)), accurate in the upper tail
+        sa = -np.expm1(self.K * log_ndtr(a))
+        sb = -np.expm1(self.K * log_ndtr(b))
+        low = np.exp(self.K * log_ndtr(b)) - np.exp(self.K * log_ndtr(a))
+        return np.where(sa < 0.5, sa - sb, low)
+
+
+def threshold_segments(K: int, t: float):
+    """The two segments of the threshold-rank family (``t = inf``: RASS itself)."""
+    if not np.isfinite(t):
+        from .rank_weights import RankSegment
+
+        return [RankSegment(K)]
+    return [ThresholdLowerSegment(K, t), ThresholdUpperSegment(K, t)]

@@ -1,0 +1,121 @@
+"""Tests of value-aware selection policies (proofs/P8-value-aware-policies.md)."""
+import numpy as np
+import pytest
+from scipy.integrate import quad
+from scipy.special import ndtr
+from scipy.stats import norm
+
+from rass_theory.optimize.policies import (
+    RankPolicy,
+    SelectionPolicy,
+    ThresholdRankPolicy,
+    optimal_threshold_policy,
+    threshold_acceptance,
+)
+from rass_theory.optimize.rank_weights import optimal_rank_weights
+
+
+def _bound(K, delta):
+    t = np.linspace(-8, delta + 8, 200001)
+    return float(np.min(ndtr(t - delta) + 1 - ndtr(t) ** K))
+
+
+POLICIES = [
+    RankPolicy([0.1, 0.2, 0.7]),
+    ThresholdRankPolicy(3, 0.4, [0.5, 0.1, 0.4]),
+    ThresholdRankPolicy(4, -0.3, [0.0, 0.6, 0.0, 0.4]),
+    ThresholdRankPolicy(3, np.inf, [0.2, 0.3, 0.5]),
+]
+
+
+class TestValidation:
+    def test_bad_weights(self):
+        with pytest.raises(ValueError, match="weights"):
+            ThresholdRankPolicy(3, 0.0, [0.5, 0.5])
+        with pytest.raises(ValueError, match="weights"):
+            RankPolicy([0.5, 0.6])
+
+    def test_bad_threshold(self):
+        with pytest.raises(ValueError, match="t must"):
+            ThresholdRankPolicy(3, np.nan, [1 / 3] * 3)
+
+    def test_bad_children_shape(self):
+        with pytest.raises(ValueError, match="shape"):
+            RankPolicy([0.5, 0.5]).select(np.zeros((4, 3)), np.zeros(4), 0)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+class TestSelectedLaw:
+    def test_protocol(self, policy):
+        assert isinstance(policy, SelectionPolicy)
+
+    def test_density_integrates_to_one_and_matches_cdf(self, policy):
+        pdf = lambda x: float(np.exp(policy.selected_logpdf(np.array([0.0]), np.array([x]))[0]))
+        brk = [policy.t] if getattr(policy, "t", np.inf) < np.inf else []
+        total = sum(quad(pdf, a, b, limit=200)[0] for a, b in
+                    zip([-np.inf] + brk, brk + [np.inf]))
+        assert total == pytest.approx(1.0, abs=1e-9)
+        for x in (-1.0, 0.2, 1.3):
+            pts = [p for p in brk if p < x]
+            mass = sum(quad(pdf, a, b, limit=200)[0] for a, b in zip([-np.inf] + pts, pts + [x]))
+            cdf = policy.selected_cdf(np.array([0.0]), np.array([x]))[0]
+            assert cdf == pytest.approx(mass, abs=1e-9)
+
+    def test_broadcast_rows(self, policy):
+        s = np.array([[-1.0, 0.0, 1.0], [0.5, 0.6, 0.7]])
+        out = policy.selected_logpdf(np.array([0.3, 0.9]), s)
+        assert out.shape == (2, 3)
+        np.testing.assert_allclose(out[1, 1], policy.selected_logpdf(np.array([0.9]), np.array([0.6]))[0])
+
+    def test_monte_carlo_histogram(self, policy):
+        # selected child of K iid N(0,1) children: binned frequencies vs the exact CDF,
+        # each bin within 4.5 standard errors (20 bins; false-fail probability < 1e-4)
+        rng = np.random.default_rng(20261130)
+        n = 200_000
+        s = rng.standard_normal((n, policy.K))
+        idx = policy.select(s, np.zeros(n), rng)
+        x = s[np.arange(n), idx]
+        edges = np.concatenate([[-np.inf], np.quantile(x, np.linspace(0.05, 0.95, 19)), [np.inf]])
+        cdf = policy.selected_cdf(np.zeros(edges.size), edges[:, None])[:, 0]
+        cdf[0], cdf[-1] = 0.0, 1.0
+        p = np.diff(cdf)
+        counts = np.histogram(x, bins=edges)[0]
+        z = (counts - n * p) / np.sqrt(n * p * (1 - p))
+        assert np.max(np.abs(z)) < 4.5
+
+    def test_exactness_identity(self, policy):
+        # P8.2: accepted part min(f, g) plus TV * residual (f - g)_+ / TV equals f
+        delta = 0.8
+        s = np.linspace(-5, 6, 2001)
+        g = np.exp(policy.selected_logpdf(np.zeros(s.size), s))
+        f = norm.pdf(s - delta)
+        w = policy.weights
+        acc = threshold_acceptance(policy.K, delta, getattr(policy, "t", np.inf), w)
+        tv = 1 - acc
+        residual = np.clip(f - g, 0, None) / tv
+        np.testing.assert_allclose(g * np.minimum(1, f / g) + tv * residual, f, atol=1e-15)
+        # and the exact acceptance equals int min(f, g)
+        brk = [policy.t] if getattr(policy, "t", np.inf) < np.inf else []
+        pdf = lambda x: float(np.exp(policy.selected_logpdf(np.array([0.0]), np.array([x]))[0]))
+        m = sum(quad(lambda x: min(norm.pdf(x - delta), pdf(x)), a, b, limit=400)[0]
+                for a, b in zip([-np.inf] + brk, brk + [np.inf]))
+        assert acc == pytest.approx(m, abs=1e-8)
+        assert acc <= _bound(policy.K, delta) + 1e-12
+
+
+class TestOptimalThreshold:
+    def test_beats_rass_and_respects_bound(self):
+        res = optimal_threshold_policy(2, 1.0, n_grid=9)
+        rass = optimal_rank_weights(2, 1.0).acceptance
+        assert res.acceptance >= rass - 1e-12
+        assert res.acceptance <= _bound(2, 1.0) + 1e-9
+        assert res.acceptance == pytest.approx(
+            threshold_acceptance(2, 1.0, res.t, res.weights), abs=1e-12)
+        assert isinstance(res.policy, ThresholdRankPolicy)
+
+    @pytest.mark.slow
+    def test_design_value_K4_delta1(self):
+        # DESIGN 2: threshold policy 0.924 = the bound at K = 4, delta = 1
+        res = optimal_threshold_policy(4, 1.0)
+        assert round(res.acceptance, 3) == 0.924
+        assert res.acceptance == pytest.approx(_bound(4, 1.0), abs=1e-7)

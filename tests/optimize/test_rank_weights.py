@@ -1,0 +1,163 @@
+"""Tests of the optimal rank weights (proofs/P4-weight-program.md)."""
+import mpmath as mp
+import numpy as np
+import pytest
+from scipy.special import ndtr
+
+import rass_theory as rt
+from rass_theory.optimize.rank_weights import (
+    DEGENERATE_DELTA,
+    INTERPOLATION_GRID,
+    exact_rank_evaluation,
+    optimal_rank_weights,
+    optimal_weights_interpolator,
+    optimal_weights_table,
+)
+
+
+def _bound(K, delta):
+    t = np.linspace(-8, delta + 8, 200001)
+    return float(np.min(ndtr(t - delta) + 1 - ndtr(t) ** K))
+
+
+def _mp_acceptance(weights, delta, breakpoints, dps=30):
+    """Independent mpmath quadrature of int min(f, g_w) (breakpoints only help accuracy)."""
+    mp.mp.dps = dps
+    K = len(weights)
+    w = [mp.mpf(float(x)) for x in weights]
+    d = mp.mpf(delta)
+
+    def g(s):
+        u = mp.ncdf(s)
+        return mp.npdf(s) * K * sum(w[j] * mp.binomial(K - 1, j) * u**j * (1 - u) ** (K - 1 - j) for j in range(K))
+
+    def integrand(s):
+        return min(mp.npdf(s - d), g(s))
+
+    pts = [-mp.inf] + [mp.mpf(float(c)) for c in sorted(breakpoints)] + [mp.inf]
+    return float(mp.quad(integrand, pts))
+
+
+class TestValidation:
+    @pytest.mark.parametrize("K", [0, -1])
+    def test_bad_K_value(self, K):
+        with pytest.raises(ValueError, match="K"):
+            optimal_rank_weights(K, 1.0)
+
+    def test_bad_K_type(self):
+        with pytest.raises(TypeError, match="K"):
+            optimal_rank_weights(2.5, 1.0)
+
+    @pytest.mark.parametrize("delta", [-0.1, np.nan, np.inf])
+    def test_bad_delta(self, delta):
+        with pytest.raises(ValueError, match="delta"):
+            optimal_rank_weights(3, delta)
+
+
+class TestSpecialCases:
+    @pytest.mark.parametrize("delta", [0.0, 0.3, 2.0])
+    def test_K1_is_rmc(self, delta):
+        res = optimal_rank_weights(1, delta)
+        assert res.weights.tolist() == [1.0]
+        assert res.acceptance == pytest.approx(2 * ndtr(-delta / 2), abs=1e-15)
+        assert res.status == "trivial"
+
+    def test_degenerate_delta_returns_uniform(self):
+        res = optimal_rank_weights(4, 1e-9)
+        assert 1e-9 <= DEGENERATE_DELTA
+        np.testing.assert_allclose(res.weights, 0.25)
+        assert res.status == "degenerate"
+        assert res.tv == pytest.approx(1 - 2 * ndtr(-0.5e-9), rel=1e-6)
+        assert 0 <= res.lower_bound <= res.tv and res.gap <= res.tv
+
+
+class TestOptimum:
+    @pytest.mark.parametrize("K,delta", [(2, 0.5), (3, 0.1), (4, 1.0), (4, 3.0), (5, 0.01)])
+    def test_simplex_certificate_and_bounds(self, K, delta):
+        res = optimal_rank_weights(K, delta)
+        assert res.weights.shape == (K,)
+        assert np.all(res.weights >= 0) and res.weights.sum() == pytest.approx(1, abs=1e-14)
+        assert res.status == "optimal"
+        assert res.gap < 1e-9
+        assert res.acceptance + res.tv == pytest.approx(1, abs=1e-13)
+        uniform = exact_rank_evaluation(np.full(K, 1 / K), delta).acceptance
+        top = exact_rank_evaluation(np.eye(K)[-1], delta).acceptance
+        assert res.acceptance >= max(uniform, top) - 1e-14
+        assert res.acceptance <= _bound(K, delta) + 1e-9
+
+    def test_design_value_K4_delta1(self):
+        # DESIGN 2: RASS at K = 4, delta = 1 accepts 0.896
+        assert round(optimal_rank_weights(4, 1.0).acceptance, 3) == 0.896
+
+    @pytest.mark.parametrize("K,delta", [(3, 0.7), (4, 1.0)])
+    def test_acceptance_matches_mpmath(self, K, delta):
+        res = optimal_rank_weights(K, delta)
+        ref = _mp_acceptance(res.weights, delta, res.crossings)
+        assert abs(res.acceptance - ref) < 1e-12
+
+    def test_lower_bound_is_valid_for_random_weights(self, rng):
+        # convexity certificate (P4.3): no weight vector beats the certified lower bound
+        K, delta = 4, 0.8
+        res = optimal_rank_weights(K, delta)
+        for w in rng.dirichlet(np.ones(K), size=40):
+            assert exact_rank_evaluation(w, delta).tv >= res.lower_bound - 1e-13
+
+    def test_small_delta_relative_accuracy(self):
+        res = optimal_rank_weights(3, 1e-4)
+        assert res.gap < 1e-7 and res.tv > 0
+        # TV is O(delta): at most the uniform-weight (RMC) value 1 - 2 Phi(-delta/2)
+        assert res.tv <= (1 - 2 * ndtr(-0.5e-4)) * (1 + 1e-9)
+
+    def test_huge_delta_keeps_relative_accuracy(self):
+        res = optimal_rank_weights(4, 16.0)
+        assert 0 < res.acceptance < 1e-10
+        assert res.gap <= 1e-9 * res.acceptance
+        ref = _mp_acceptance(res.weights, 16.0, res.crossings, dps=40)
+        assert abs(res.acceptance - ref) <= 1e-9 * ref
+
+    def test_monotone_in_K(self):
+        accs = [optimal_rank_weights(K, 1.5).acceptance for K in (1, 2, 3, 4)]
+        assert all(b >= a - 1e-12 for a, b in zip(accs, accs[1:]))
+
+    def test_public_name(self):
+        assert rt.optimal_rank_weights is optimal_rank_weights
+
+
+class TestTable:
+    def test_rows_and_csv(self, tmp_path):
+        tab = optimal_weights_table([2, 3], [0.5, 1.0])
+        assert tab.K.tolist() == [2, 2, 3, 3]
+        assert [w.size for w in tab.weights] == [2, 2, 3, 3]
+        assert np.all(tab.gap < 1e-7)
+        text = tab.to_csv(tmp_path / "t.csv")
+        assert text.splitlines()[0].startswith("K,delta,acceptance")
+        assert (tmp_path / "t.csv").read_text() == text
+        assert tab.to_rows()[1]["delta"] == 1.0
+
+    def test_rejects_bad_delta(self):
+        with pytest.raises(ValueError, match="delta"):
+            optimal_weights_table([2], [0.5, -1.0])
+
+
+class TestInterpolator:
+    def test_simplex_deterministic_and_exact_at_nodes(self):
+        interp = optimal_weights_interpolator(2)
+        assert optimal_weights_interpolator(2) is interp
+        d = np.array([0.0, 1e-5, 0.37, 2.2, 40.0])
+        W = interp(d)
+        assert W.shape == (5, 2)
+        assert np.all(W >= 0) and np.allclose(W.sum(axis=1), 1, atol=1e-15)
+        np.testing.assert_array_equal(W, interp(d))
+        np.testing.assert_allclose(W[0], [0.5, 0.5])
+        np.testing.assert_allclose(interp(INTERPOLATION_GRID[5:8]), interp.weights[5:8], atol=1e-15)
+
+    def test_interpolation_loss_small(self):
+        interp = optimal_weights_interpolator(2)
+        for d in (0.23, 0.9):
+            w = interp(np.array([d]))[0]
+            loss = optimal_rank_weights(2, d).acceptance - exact_rank_evaluation(w, d).acceptance
+            assert -1e-12 <= loss < 1e-4
+
+    def test_bad_delta(self):
+        with pytest.raises(ValueError, match="delta"):
+            optimal_weights_interpolator(2)(np.array([0.1, np.nan]))
