@@ -180,7 +180,7 @@ def _refine_roots(fun, x0: np.ndarray, x1: np.ndarray, r0: np.ndarray, r1: np.nd
     c_prev = np.full(a.size, np.nan)
     done = np.zeros(a.size, dtype=bool)
     tiny = 4 * np.finfo(float).eps
-    for it in range(200):
+    for it in range(60):
         width = b - a
         done |= width <= tiny * np.maximum(np.abs(a), np.abs(b)) + 1e-300
         if np.all(done):
@@ -202,7 +202,7 @@ def _refine_roots(fun, x0: np.ndarray, x1: np.ndarray, r0: np.ndarray, r1: np.nd
         b_new = np.where(exact, c, b_new)
         a, b, fa, fb = (np.where(done, a, a_new), np.where(done, b, b_new),
                         np.where(done, fa, fa_new), np.where(done, fb, fb_new))
-        done |= exact | (np.abs(c - c_prev) <= tiny * np.abs(c))
+        done |= exact | (np.abs(c - c_prev) <= 2e-15 * (1.0 + np.abs(c)))
         c_prev = c
     return np.where(np.abs(fa) <= np.abs(fb), a, b)
 
@@ -415,7 +415,8 @@ def _project_simplex_clean(w: np.ndarray) -> np.ndarray:
     return w / tot
 
 
-def maximize_acceptance(evaluate, w0, *, rtol: float = 1e-11, max_iter: int = 80) -> PolishResult:
+def maximize_acceptance(evaluate, w0, *, rtol: float = 1e-11, max_iter: int = 80,
+                        max_backtrack: int = 12) -> PolishResult:
     """Maximise the concave exact acceptance over the simplex by active-set Newton steps.
 
     Parameters
@@ -429,6 +430,8 @@ def maximize_acceptance(evaluate, w0, *, rtol: float = 1e-11, max_iter: int = 80
         or at the rounding floor ``16 eps max_j grad_j``.
     max_iter : int
         Iteration cap.
+    max_backtrack : int
+        Step halvings per iteration before the step is declared failed.
 
     Notes
     -----
@@ -501,7 +504,7 @@ def maximize_acceptance(evaluate, w0, *, rtol: float = 1e-11, max_iter: int = 80
         alpha_max = float(np.min(-w[neg] / d_full[neg])) if np.any(neg) else np.inf
         alpha = min(1.0, alpha_max)
         accepted = False
-        for _ in range(12):
+        for _ in range(max_backtrack):
             w_new = w + alpha * d_full
             hit = alpha >= alpha_max
             if hit:

@@ -199,7 +199,8 @@ def solve_weights(
     w_start: np.ndarray | None = None,
     start_name: str = "warm",
     gap_target: float = 1e-9,
-    warm_iter: int = 10,
+    warm_iter: int = 3,
+    lp_tol: float = 1e-6,
 ):
     """Maximise the exact acceptance over the simplex for a mixture family; certify it.
 
@@ -216,11 +217,11 @@ def solve_weights(
 
     pol, name, lp_bound = None, "", -np.inf
     if w_start is not None:
-        pol = maximize_acceptance(evaluate, w_start, rtol=1e-12, max_iter=warm_iter)
+        pol = maximize_acceptance(evaluate, w_start, rtol=1e-12, max_iter=warm_iter, max_backtrack=3)
         name = f"exact-Newton({start_name} start)"
     if pol is None or not (pol.converged and pol.gap <= gap_target):
         ex = exchange_lp(segments, delta, window=window, lp_range=lp_range,
-                         w_start=None if pol is None else pol.weights, tol=1e-7, spacing=spacing)
+                         w_start=None if pol is None else pol.weights, tol=lp_tol, spacing=spacing)
         lp_bound = ex.lower_bound
         pol2 = maximize_acceptance(evaluate, ex.weights, rtol=1e-12, max_iter=60)
         if pol is None or pol2.gap < pol.gap:
