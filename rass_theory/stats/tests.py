@@ -13,6 +13,7 @@ All p-values are valid (super-uniform under the null); the binned KS p-value is 
 """
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 
 import numpy as np
@@ -271,6 +272,15 @@ def holm(pvalues, alpha: float):
     if p.size == 0:
         return np.zeros(0, dtype=bool), np.zeros(0)
     filled = np.where(np.isnan(p), 1.0, p)
-    reject, p_adj, _, _ = multipletests(filled, alpha=alpha, method="holm")
+    # statsmodels' Holm branch calls gc.collect(), which costs ~0.5 s in a process holding many
+    # objects (scipy, pytest); freezing the existing objects makes that collection trivial.
+    frozen = gc.isenabled()
+    if frozen:
+        gc.freeze()
+    try:
+        reject, p_adj, _, _ = multipletests(filled, alpha=alpha, method="holm")
+    finally:
+        if frozen:
+            gc.unfreeze()
     p_adj = np.where(np.isnan(p), np.nan, p_adj)
     return reject, p_adj

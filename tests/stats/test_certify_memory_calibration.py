@@ -1,0 +1,87 @@
+"""certify over a grid; flat memory; calibration of the whole verdict (false-fail rate ~ alpha)."""
+import tracemalloc
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import rass_theory as rt
+from rass_theory.stats.certify import CertifyResult, default_cells
+
+from _stats_stubs import Overdispersed, resample
+
+SMALL = dict(n_samples=10_000, chunk_size=5_000, n_bins=512, two_sample_size=100)
+
+
+class TestCertify:
+    def test_exact_rule_passes_grid_with_one_family(self):
+        res = rt.certify(resample, [(2, 0.0, 3), (4, 0.5, 8), {"K": 1, "delta": 2.0, "dim": 1}], show=False, **SMALL)
+        assert isinstance(res, CertifyResult) and res.passed
+        per_cell = [len([t for t in r.tests if t.name != "contract"]) for r in res.reports]
+        assert res.n_tests == sum(per_cell)
+        # grid-wide Holm: adjusted p-values are at least as large as a per-cell Holm would give
+        single = rt.check_exactness(resample, 4, 0.5, 8, rng=res.reports[1].seed, **SMALL)
+        for a, b in zip(res.reports[1].tests, single.tests):
+            assert a.pvalue == b.pvalue and a.pvalue_adjusted >= b.pvalue_adjusted - 1e-15
+        assert "certify: PASSED" in str(res) and len(res.to_dict()["cells"]) == 3
+
+    def test_wrong_rule_fails_somewhere(self):
+        res = rt.certify(Overdispersed(1.1), [(4, 0.5, 8), (4, 0.0, 8)], show=False, **SMALL)
+        assert not res.passed and all(not r.passed for r in res.reports)
+
+    def test_default_cells_and_bad_cells(self):
+        assert len(default_cells()) == 6
+        assert {c[0] for c in default_cells(rt.verifiers.rmc())} == {1}
+        with pytest.raises(ValueError, match="cells"):
+            rt.certify(resample, [], show=False)
+        with pytest.raises(ValueError, match=r"cells\[0\]"):
+            rt.certify(resample, [(4, 0.5)], show=False)
+        with pytest.raises(TypeError, match="checkpoint"):
+            rt.certify(resample, [(4, 0.5, 8)], show=False, checkpoint="x.npz")
+        with pytest.raises(ValueError, match="delta"):
+            rt.certify(resample, [(4, -0.5, 8)], show=False)
+
+
+def test_memory_is_flat_in_n_samples():
+    """Peak traced memory of a run 8x longer stays within 10% (memory is O(chunk_size))."""
+    peaks = []
+    for n in (40_000, 320_000):
+        tracemalloc.start()
+        rt.check_exactness(resample, n_samples=n, chunk_size=20_000, n_bins=512, two_sample_size=100)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    assert peaks[1] <= 1.1 * peaks[0], peaks
+
+
+def _verdicts(n_seeds, alpha, **kw):
+    out = []
+    for seed in range(n_seeds):
+        rep = rt.check_exactness(resample, rng=10_000 + seed, alpha=alpha, expected_acceptance=0.0, **kw)
+        out.append(rep)
+    return out
+
+
+def test_pvalues_of_a_correct_rule_are_uniform():
+    """200 seeds at small n: each continuous-law test's p-values are uniform (KS of the p-values)."""
+    reps = _verdicts(200, 1e-3, n_samples=1_000, chunk_size=1_000, n_bins=256, two_sample_size=50,
+                     n_permutations=199)
+    names = [t.name for t in reps[0].tests if t.name not in ("contract", "acceptance_binomial")]
+    for name in names:
+        p = np.array([r.test(name).pvalue for r in reps])
+        if name.endswith("_ks"):  # conservative by construction: super-uniform
+            assert np.mean(p <= 0.05) <= 0.05 + 4.5 * np.sqrt(0.05 * 0.95 / p.size), name
+        else:
+            assert stats.kstest(p, "uniform").pvalue > 1e-3 / len(names), name
+    assert sum(not r.passed for r in reps) <= 3  # alpha = 1e-3 over 200 runs: expect 0.2
+
+
+@pytest.mark.slow
+def test_false_fail_rate_of_whole_verdict_matches_alpha():
+    """1000 runs of a correct rule at alpha = 0.05: the false-fail rate is at most alpha (Holm is
+    conservative; the KS p-values are too), within 4.5 standard errors, and not degenerate."""
+    alpha = 0.05
+    reps = _verdicts(1000, alpha, n_samples=5_000, chunk_size=5_000, n_bins=512, two_sample_size=100)
+    rate = np.mean([not r.passed for r in reps])
+    se = np.sqrt(alpha * (1 - alpha) / len(reps))
+    assert rate <= alpha + 4.5 * se
+    assert rate >= 0.005  # the tests are live, not vacuous
