@@ -26,6 +26,7 @@ from scipy.special import ndtri
 from ._validation import check_K
 from .verifiers._base import BuiltinVerifier
 from .verifiers._core import draw_uniforms, finish, prepare
+from .verifiers._residual import draw_dgrs_final_residual, draw_rass_residual
 from .verifiers._result import VerifierResult
 from .verifiers._weights import resolve_weights
 from .verifiers.rass import select_rank
@@ -110,9 +111,7 @@ def _log_rmc_ratio(delta, s):
 
 def _single_draft_residual(delta, u):
     """Inverse-CDF draw from ``(f - phi)_+ / TV``: the K = 1 residual."""
-    from .exact import batch as eb
-
-    return eb.sample_residual(np.ones(1), delta, u)
+    return draw_rass_residual(np.ones(1), delta, u)
 
 
 def _rank_rule(*, select="sorted", w_select=None, w_correct=None, ratio="g", residual="g",
@@ -158,7 +157,7 @@ def _rank_rule(*, select="sorted", w_select=None, w_correct=None, ratio="g", res
             return finish(batch, chosen, accepted, np.empty(0), rejected)
         d_rej, u_rej = d[rej], u[rejected, 2]
         if residual == "g":
-            new_s = eb.sample_residual(wc[rej] if wc.ndim == 2 else wc, d_rej, u_rej)
+            new_s = draw_rass_residual(wc[rej] if wc.ndim == 2 else wc, d_rej, u_rej)
         elif residual == "single":
             new_s = _single_draft_residual(d_rej, u_rej)
         elif residual == "target":
@@ -185,7 +184,6 @@ def _rank_rule(*, select="sorted", w_select=None, w_correct=None, ratio="g", res
 
 def _dgrs_rule(*, order="drafting", levels="recursive"):
     """Return a D-GRS-like rule: ``order`` of examination, ``levels`` of the residuals."""
-    from .exact import batch as eb  # noqa: F401 - imported for the residual helper
     from .exact import dgrs as ed
 
     def rule(children, mu_draft, mu_target, sigma, rng):
@@ -219,7 +217,7 @@ def _dgrs_rule(*, order="drafting", levels="recursive"):
         new_s = np.empty(0)
         if open_rows.size:
             d, uu = delta[open_rows], u[open_rows, K]
-            new_s = _single_draft_residual(d, uu) if levels == "flat" else ed.batch_sample_final_residual(K, d, uu)
+            new_s = _single_draft_residual(d, uu) if levels == "flat" else draw_dgrs_final_residual(K, d, uu)
         return finish(batch, chosen, accepted, np.asarray(new_s, dtype=np.float64), open_rows)
 
     return rule
@@ -241,7 +239,7 @@ def ratio_against_draft(K: int = 4):
     corrects with the right residual ``(f - g_w)_+``; the accepted part ``g_w min(1, f/phi)`` is
     not ``min(f, g_w)``.  Plausible: it is the single-draft (RMC) ratio, copied over when a code
     base moves from K = 1 to ranked selection.  At K = 4, delta = 0.5 the selected child sits to
-    the right of the target, so the output ``s`` is shifted right: caught by ``s`` (and by the
+    the right of the target, so the output ``s`` is shifted right.  Caught by ``s`` (and by the
     acceptance count).
     """
     return MutantVerifier("ratio_against_draft", K, _rank_rule(ratio="phi"))
@@ -253,7 +251,7 @@ def single_draft_residual(K: int = 4):
 
     Wrong: after rank selection the missing mass is ``(f - g_w)_+``, not ``(f - phi)_+``.
     Plausible: the RMC residual (reflection region ``s > delta/2``) is reused unchanged.  The
-    acceptance is right (only the residual branch is wrong), so only ``s`` catches it.
+    acceptance is right (only the residual branch is wrong).  Caught by ``s`` only.
     """
     return MutantVerifier("single_draft_residual", K, _rank_rule(residual="single"))
 
@@ -273,7 +271,7 @@ def residual_from_target(K: int = 4):
 def dgrs_flat_residual(K: int = 4):
     """D-GRS with a non-recursive residual: every child tested with ``min(1, f/phi)``, final draw from ``(f - phi)_+``.
 
-    Wrong for K >= 2: after child 1 is rejected the remaining mass is ``r_1``, not ``f``; the
+    Wrong: for K >= 2, after child 1 is rejected the remaining mass is ``r_1``, not ``f``; the
     output ``min(f, phi)(1 - TV^K)/(1 - TV) + TV^K (f - phi)_+ / TV`` over-weights the overlap.
     Plausible: each child looks like an independent RMC step.  Caught by ``s`` and by the
     acceptance count (``1 - TV^K`` instead of ``1 - prod Z_k``).
@@ -321,7 +319,7 @@ def orth_zeroed_on_correction(K: int = 4):
 
     Wrong: ``z_perp`` is zero on the correction branch, so ``||z_perp||^2`` has an atom at 0 of
     mass ``1 - acceptance``.  Plausible: the theory is one-dimensional and the rebuild forgets
-    the other ``d - 1`` coordinates.  Invisible to any test on ``s``; caught by ``r``.
+    the other ``d - 1`` coordinates.  Invisible to any test on ``s``.  Caught by ``r``.
     """
     return MutantVerifier("orth_zeroed_on_correction", K, _rank_rule(orth="zero"))
 
@@ -332,8 +330,8 @@ def orth_unprojected_fresh(K: int = 4):
 
     Wrong: the correction is ``mu_draft + sigma (s' e + g)`` with ``g ~ N(0, I_d)`` whose own
     component along ``e`` adds ``N(0, 1)`` to ``s'`` on the correction branch.  Plausible: "fresh
-    orthogonal noise" implemented as fresh noise.  ``||z_perp||^2`` stays ``chi^2(d-1)``; caught
-    by ``s`` (too wide).
+    orthogonal noise" implemented as fresh noise.  ``||z_perp||^2`` stays ``chi^2(d-1)``.
+    Caught by ``s`` (too wide).
     """
     return MutantVerifier("orth_unprojected_fresh", K, _rank_rule(orth="unprojected"))
 
@@ -360,8 +358,8 @@ def precision_bf16_residual(K: int = 4):
     is atomic: a fraction ``1 - acceptance`` of the outputs sits on a lattice that a continuous
     law hits with probability 0.  Plausible: a mixed-precision (autocast) kernel evaluates the
     scalar inverse CDF in bfloat16 while the float64 state update ``child + sigma (s' - s) e``
-    looks exact.  A sup-distance test barely moves; the chi-square / G test on fine PIT bins of
-    ``s`` (bins narrower than the lattice) catches it.
+    looks exact.  A sup-distance test barely moves.  Caught by ``s`` through the chi-square / G
+    test on fine PIT bins (bins narrower than the lattice).
     """
     return MutantVerifier("precision_bf16_residual", K, _rank_rule(residual_round=round_bfloat16))
 
@@ -416,8 +414,8 @@ def claims_child_after_correction(K: int = 4):
     """Exact RASS law, but corrected rows are reported as accepted with the selected child's index.
 
     Wrong: the contract says an accepted state *is* the child; here it is the correction.  The
-    output law is exact, so only the contract checker (``not_a_copy``) and the acceptance count
-    (always higher than exact) catch it.  Plausible: ``accepted`` computed as "a child was
-    selected" rather than "the selected child was kept".
+    output law is exact.  Plausible: ``accepted`` computed as "a child was selected" rather than
+    "the selected child was kept".  Caught by the contract checker (``not_a_copy``) and by the
+    acceptance count (always 1).
     """
     return MutantVerifier("claims_child_after_correction", K, _rank_rule(claim_child=True))

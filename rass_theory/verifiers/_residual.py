@@ -15,7 +15,6 @@ import functools
 import numpy as np
 from scipy.special import ndtr
 
-from ..exact.normal import log_phi, shift_difference
 
 __all__ = ["SharedResidual", "rass_shared_residual", "policy_shared_residual"]
 
@@ -83,6 +82,8 @@ class SharedResidual:
         ``~1e-15`` of the residual mass, which is at least of order ``delta``).
         """
         if self.delta < 0.01:
+            from ..exact.normal import shift_difference
+
             return shift_difference(x, self.delta) - self.cdf_excess(x)
         left = x <= 0.5 * self.delta
         d = np.where(left, ndtr(x - self.delta) - ndtr(x), ndtr(-x) - ndtr(self.delta - x))
@@ -91,7 +92,7 @@ class SharedResidual:
     def _density(self, x):
         """``f(x) - g(x) = phi(x) (expm1(delta x - delta^2/2) - expm1(log(g/phi)))``."""
         with np.errstate(over="ignore", invalid="ignore"):
-            return np.exp(log_phi(x)) * (np.expm1(self.delta * x - 0.5 * self.delta ** 2)
+            return np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi) * (np.expm1(self.delta * x - 0.5 * self.delta ** 2)
                                          - np.expm1(self.log_ratio(x)))
 
     def sample(self, u) -> np.ndarray:
@@ -137,6 +138,8 @@ def _rass_cached(weights_key: tuple, delta: float) -> SharedResidual:
 
     w = np.asarray(weights_key, dtype=np.float64)
     ri = eb.residual_intervals(w, np.array([delta]))
+    if isinstance(ri, tuple):  # some versions also return the law's callables
+        ri = ri[0]
 
     def log_ratio(x):
         ex = mixture_density_excess(w, x)
@@ -160,9 +163,8 @@ def rass_shared_residual(weights: np.ndarray, delta: float) -> SharedResidual:
 
 def policy_shared_residual(policy, delta: float) -> SharedResidual:
     """:class:`SharedResidual` for a selection policy with per-row ``selected_logpdf``/``selected_cdf``."""
-    from scipy.special import ndtr
-
     from ..exact import batch as eb
+    from ..exact.normal import log_phi
 
     def log_ratio(x):
         x = np.asarray(x, dtype=np.float64)
@@ -190,23 +192,121 @@ MAX_SHARED_LAWS = 32
 def draw_rass_residual(weights: np.ndarray, delta: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF residual draws for RASS rows, grouping rows that share one law.
 
-    ``weights`` is ``(K,)`` or ``(r, K)``; rows with the same ``delta`` (and weights) use a cached
-    :class:`SharedResidual`; when a batch has more than :data:`MAX_SHARED_LAWS` distinct laws the
-    per-row sampler :func:`rass_theory.exact.batch.sample_residual` is used.
+    ``weights`` is ``(K,)`` or ``(r, K)``.  Rows with the same ``delta`` and the same weights use
+    a cached :class:`SharedResidual`; when a batch has more than :data:`MAX_SHARED_LAWS` distinct
+    ``delta`` values, or a group's weights differ between rows, the per-row sampler
+    :func:`rass_theory.exact.batch.sample_residual` is used for those rows.  Both compute the same
+    inverse CDF (to ``~1e-13``), so the grouping never changes a row's law.
     """
     from ..exact import batch as eb
 
-    if weights.ndim == 2:
-        if weights.shape[0] and np.all(weights == weights[0]):
-            weights = weights[0]
-        else:
-            return np.asarray(eb.sample_residual(weights, delta, u), dtype=np.float64)
     values, inverse = np.unique(delta, return_inverse=True)
     if values.size > MAX_SHARED_LAWS:
         return np.asarray(eb.sample_residual(weights, delta, u), dtype=np.float64)
     inverse = inverse.reshape(-1)
     out = np.empty(delta.shape[0])
     for j, v in enumerate(values):
-        rows = inverse == j
-        out[rows] = rass_shared_residual(weights, v).sample(u[rows])
+        rows = np.flatnonzero(inverse == j)
+        if weights.ndim == 1:
+            w = weights
+        else:
+            wr = weights[rows]
+            if not np.all(wr == wr[0]):
+                out[rows] = eb.sample_residual(wr, delta[rows], u[rows])
+                continue
+            w = wr[0]
+        out[rows] = rass_shared_residual(w, v).sample(u[rows])
+    return out
+
+
+class DGRSFinalResidual:
+    """Inverse CDF of the final D-GRS residual ``r_K`` for one ``(K, delta)`` shared by many rows.
+
+    Notes
+    -----
+    ``r_K = a_K f - b_K phi`` on ``[c_K, inf)`` (closed-form levels from
+    :func:`rass_theory.exact.dgrs.levels`, proof ``P3-dgrs-closed-form``), so its survival
+    function is ``S(x) = a_K Q(x - delta) - b_K Q(x)``, ``Q = 1 - Phi``.  A table of ``S`` on
+    ``[c_K, max(c_K, delta) + 12]`` (knots dense near ``c_K``, where the density vanishes) gives a
+    bracket per row, refined by safeguarded Newton to ``1e-13 (1 + |x|)``.  Used for
+    ``delta >= 0.01``; below, ``a_K`` and ``b_K`` grow like ``1/delta`` and the per-row sampler of
+    :mod:`rass_theory.exact.dgrs` (which uses the small-``delta`` limit forms) is used instead.
+    """
+
+    MIN_DELTA = 0.01
+
+    def __init__(self, K: int, delta: float):
+        from ..exact.dgrs import levels
+
+        lv = levels(K, delta)
+        self.delta = float(delta)
+        self.a, self.b, self.c = float(lv.a[K]), float(lv.b[K]), float(lv.c[K])
+        hi = max(self.c, self.delta) + _TAIL
+        t = np.linspace(0.0, 1.0, 4 * _KNOTS)
+        self.knots = self.c + (hi - self.c) * t * t
+        self.sf_table = np.minimum.accumulate(np.clip(self._sf(self.knots), 0.0, 1.0))
+        self.sf_table[0] = 1.0
+
+    def _sf(self, x):
+        return self.a * ndtr(self.delta - x) - self.b * ndtr(-x)
+
+    def _pdf(self, x):
+        return (self.a * np.exp(-0.5 * (x - self.delta) ** 2) - self.b * np.exp(-0.5 * x * x)) / np.sqrt(2 * np.pi)
+
+    def sample(self, u) -> np.ndarray:
+        """Return ``S^{-1}(1 - u)`` for uniforms ``u (m,)`` in ``[0, 1)``."""
+        y = 1.0 - np.asarray(u, dtype=np.float64)
+        neg = -self.sf_table  # increasing
+        j = np.clip(np.searchsorted(neg, -y, side="right") - 1, 0, neg.size - 2)
+        lo, hi = self.knots[j], self.knots[j + 1]
+        s_lo, s_hi = self.sf_table[j], self.sf_table[j + 1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            x = np.where(s_lo > s_hi, lo + (hi - lo) * (s_lo - y) / (s_lo - s_hi), lo)
+        x = np.clip(x, lo, hi)
+        active = s_lo > s_hi
+        for _ in range(60):
+            if not np.any(active):
+                break
+            xa = x[active]
+            F = self._sf(xa) - y[active]  # decreasing in x
+            la = np.where(F > 0, xa, lo[active])
+            ha = np.where(F > 0, hi[active], xa)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                step = xa + F / self._pdf(xa)
+            tol = 1e-13 * (1.0 + np.abs(xa))
+            converged = np.isfinite(step) & (np.abs(step - xa) <= tol)
+            bad = ~np.isfinite(step) | (step < la) | (step > ha)
+            new = np.where(bad & ~converged, la + 0.5 * (ha - la), step)
+            done = converged | (ha - la <= 4 * _EPS * (1.0 + np.abs(xa)))
+            x[active], lo[active], hi[active] = new, la, ha
+            idx = np.flatnonzero(active)
+            active[idx[done]] = False
+        return x
+
+
+@functools.lru_cache(maxsize=256)
+def dgrs_final_residual(K: int, delta: float) -> DGRSFinalResidual:
+    """Cached :class:`DGRSFinalResidual` for ``(K, delta)``."""
+    return DGRSFinalResidual(int(K), float(delta))
+
+
+def draw_dgrs_final_residual(K: int, delta: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draws from ``r_K`` per row, one cached table per distinct ``delta >= 0.01``.
+
+    Rows with ``delta < 0.01``, or batches with more than :data:`MAX_SHARED_LAWS` distinct
+    values, use :func:`rass_theory.exact.dgrs.batch_sample_final_residual` (same inverse CDF).
+    """
+    from ..exact import dgrs as ed
+
+    values, inverse = np.unique(delta, return_inverse=True)
+    if values.size > MAX_SHARED_LAWS:
+        return np.asarray(ed.batch_sample_final_residual(K, delta, u), dtype=np.float64)
+    inverse = inverse.reshape(-1)
+    out = np.empty(delta.shape[0])
+    for j, v in enumerate(values):
+        rows = np.flatnonzero(inverse == j)
+        if v < DGRSFinalResidual.MIN_DELTA:
+            out[rows] = ed.batch_sample_final_residual(K, delta[rows], u[rows])
+        else:
+            out[rows] = dgrs_final_residual(K, v).sample(u[rows])
     return out

@@ -52,7 +52,7 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
     ----------
     spec : "optimal", "uniform", array (K,), or callable ``(delta, K) -> weights``
         ``"optimal"`` uses ``optimal_rank_weights(K, delta).weights`` (cached) when every row
-        has the same ``delta`` and ``optimal_weights_interpolator(K)`` otherwise.  A callable is
+        has the same ``delta`` (to 12 significant digits) and ``optimal_weights_interpolator(K)`` otherwise.  A callable is
         first called with the scalar ``delta`` when all rows share it; otherwise with the array
         ``delta (n,)`` and must return ``(n, K)`` -- if it returns anything else it is called
         once per distinct ``delta`` value.
@@ -65,7 +65,11 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
     """
     delta = np.asarray(delta, dtype=np.float64)
     n = delta.shape[0]
-    single = n > 0 and bool(np.all(delta == delta[0]))
+    # rows whose deltas agree to 12 significant digits (e.g. the same node computed from different
+    # means, equal up to round-off) count as one delta, rounded so the choice is not row-order dependent
+    single = n > 0 and bool(np.ptp(delta) <= 1e-12 * max(1.0, abs(float(delta[0]))))
+    if single:
+        delta = np.full(n, float(f"{float(np.median(delta)):.12g}"))
     if isinstance(spec, str):
         if spec == "optimal":
             if n == 0:

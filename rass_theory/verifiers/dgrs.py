@@ -6,6 +6,7 @@ import numpy as np
 from .._validation import check_delta, check_K
 from ._base import BuiltinVerifier
 from ._core import draw_uniforms, finish, prepare
+from ._residual import draw_dgrs_final_residual
 
 __all__ = ["DGRSVerifier", "dgrs"]
 
@@ -18,7 +19,8 @@ class DGRSVerifier(BuiltinVerifier):
     Residuals ``r_0 = f``, ``r_k = (r_{k-1} - phi)_+ / Z_k``.  Children are examined in drafting
     order; child ``k`` (1-based) is accepted with probability ``min(1, r_{k-1}(s_k)/phi(s_k))``
     (closed form from :mod:`rass_theory.exact.dgrs`).  After ``K`` rejections the coordinate is
-    drawn from ``r_K`` by inverse CDF and the state keeps child 0's orthogonal part.  Acceptance
+    drawn from ``r_K`` by inverse CDF (a cached table plus Newton per distinct ``delta``, see
+    ``verifiers._residual.DGRSFinalResidual``) and the state keeps child 0's orthogonal part.  Acceptance
     ``1 - prod_k Z_k`` (proof ``P4-dgrs``).
 
     Random numbers: ``rng.random((n, K + 1))``; column ``k`` decides child ``k``, column ``K`` is
@@ -53,7 +55,7 @@ class DGRSVerifier(BuiltinVerifier):
             open_rows = open_rows[~take]
         new_s = np.empty(0)
         if open_rows.size:
-            new_s = exact_dgrs.batch_sample_final_residual(K, delta[open_rows], u[open_rows, K])
+            new_s = draw_dgrs_final_residual(K, delta[open_rows], u[open_rows, K])
         return finish(batch, chosen, accepted, np.asarray(new_s, dtype=np.float64), open_rows)
 
 

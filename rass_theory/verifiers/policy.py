@@ -8,6 +8,7 @@ import numpy as np
 from .._validation import check_delta, check_K
 from ._base import BuiltinVerifier
 from ._core import draw_uniforms, finish, prepare
+from ._residual import policy_shared_residual
 from .rass import fresh_orthogonal
 
 __all__ = ["PolicyVerifier", "policy", "threshold"]
@@ -72,11 +73,23 @@ class PolicyVerifier(BuiltinVerifier):
         if is_policy and getattr(policy, "K", None) is not None:
             self.K = int(policy.K)
         self.orthogonal = orthogonal
+        self._tables = {}
         if name:
             self.name = name
 
     def __repr__(self) -> str:
         return f"PolicyVerifier({self.policy!r}, orthogonal={self.orthogonal!r})"
+
+    def _shared(self, pol, delta: float):
+        """Cached residual table of ``pol`` at ``delta`` (the policy is kept alive with it)."""
+        key = (id(pol), delta)
+        entry = self._tables.get(key)
+        if entry is None:
+            if len(self._tables) > 256:
+                self._tables.clear()
+            entry = (pol, policy_shared_residual(pol, delta))
+            self._tables[key] = entry
+        return entry[1]
 
     def policy_for(self, K: int, delta: float):
         """The policy used for ``K`` children at ``delta``."""
@@ -131,9 +144,12 @@ class PolicyVerifier(BuiltinVerifier):
             rej = ~take
             if rej.any():
                 d_rej = delta[rej]
-                new_s = exact_batch.sample_residual_generic(_per_row(pol.selected_logpdf, d_rej),
-                                                            _per_row(pol.selected_cdf, d_rej),
-                                                            d_rej, u[rows[rej], 1])
+                u_rej = u[rows[rej], 1]
+                if np.all(d_rej == d_rej[0]) and d_rej.size > 1:
+                    new_s = self._shared(pol, float(d_rej[0])).sample(u_rej)
+                else:
+                    new_s = exact_batch.sample_residual_generic(_per_row(pol.selected_logpdf, d_rej),
+                                                                _per_row(pol.selected_cdf, d_rej), d_rej, u_rej)
                 rejected_parts.append(rows[rej])
                 new_s_parts.append(np.asarray(new_s, dtype=np.float64))
         if rejected_parts:
