@@ -188,8 +188,9 @@ class SyntheticNode:
         ``s = <e, z>``, ``r = ||z - s e||^2`` and ``proj[:, j] = <v_j, z>``.
         """
         s = z @ self.direction
-        z_perp = z - s[:, None] * self.direction
-        r = np.einsum("nd,nd->n", z_perp, z_perp)
+        # ||z - s e||^2 = ||z||^2 - s^2 (e is a unit vector); the cancellation error, about
+        # eps * ||z||^2, is far below the width of any chi-square bin
+        r = np.maximum(np.einsum("nd,nd->n", z, z) - s * s, 0.0)
         proj = z @ self.directions.T
         return s, r, proj
 
@@ -197,6 +198,31 @@ class SyntheticNode:
     def bin(values, edges) -> np.ndarray:
         """PIT bin index ``searchsorted(edges, values, side="right")`` in ``0..len(edges)``."""
         return np.searchsorted(edges, values, side="right")
+
+    def bin_normal(self, values) -> np.ndarray:
+        """``bin(values, z_edges)`` for standard-normal statistics, about twice as fast.
+
+        Guesses the bin as ``floor(Phi(x) n_bins)`` and corrects it by one against the exact
+        edges; rows where the guess is still wrong (never seen in practice) fall back to
+        ``searchsorted``, so the result is identical to :meth:`bin`.
+        """
+        B = self.n_bins
+        ext = self._z_ext
+        b = np.minimum((special.ndtr(values) * B).astype(np.intp), B - 1)
+        b -= values < ext[b]
+        b += values >= ext[b + 1]
+        bad = ~((ext[b] <= values) & (values < ext[b + 1]))
+        if bad.any():
+            b[bad] = np.searchsorted(self.z_edges, values[bad], side="right")
+        return b
+
+    @property
+    def _z_ext(self) -> np.ndarray:
+        ext = self.__dict__.get("_z_ext_cache")
+        if ext is None:
+            ext = np.concatenate([[-np.inf], self.z_edges, [np.inf]])
+            object.__setattr__(self, "_z_ext_cache", ext)
+        return ext
 
     def fingerprint(self) -> dict:
         """The parameters that identify the node (for checkpoints)."""

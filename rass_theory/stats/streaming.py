@@ -105,7 +105,7 @@ class ExactnessCounts:
         zv = z[valid]
         s, r, proj = node.project(zv)
         B, J = node.n_bins, node.n_joint_bins
-        s_bin = node.bin(s - node.delta, node.z_edges)
+        s_bin = node.bin_normal(s - node.delta)
         s_counts = np.bincount(s_bin, minlength=B).astype(np.int64)
         if node.dim > 1:
             r_bin = node.bin(r, node.r_edges)
@@ -117,7 +117,7 @@ class ExactnessCounts:
             joint_counts = np.zeros((J, J), np.int64)
         dir_counts = np.zeros((node.n_directions, B), np.int64)
         for j in range(node.n_directions):
-            dir_counts[j] = np.bincount(node.bin(proj[:, j], node.z_edges), minlength=B)
+            dir_counts[j] = np.bincount(node.bin_normal(proj[:, j]), minlength=B)
         keep = int(min(max(keep, 0), n))
         subsample = np.array(z[:keep][valid[:keep]], dtype=np.float64).reshape(-1, node.dim)
         n_accepted = int(np.count_nonzero(np.asarray(accepted, dtype=bool)[valid]))

@@ -89,3 +89,9 @@ class TestCounts:
             ExactnessCounts.empty(node).merge(other)
         with pytest.raises(TypeError, match="other"):
             ExactnessCounts.empty(node).merge(3)
+
+
+def test_fast_normal_binning_equals_searchsorted(node, rng):
+    x = np.concatenate([rng.standard_normal(100_000) * 3, node.z_edges, np.nextafter(node.z_edges, -np.inf),
+                        [-40.0, 40.0, -8.3, 8.3, 0.0]])
+    assert np.array_equal(node.bin_normal(x), node.bin(x, node.z_edges))
