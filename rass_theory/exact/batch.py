@@ -1,0 +1,749 @@
+"""Batch (per-row) exact laws in the rank-1 coordinate, for the verifiers.
+
+Every node of a diffusion run has its own ``delta`` (and possibly its own rank weights), so
+each function takes per-row parameters: ``weights`` ``(n, K)`` or one vector ``(K,)`` shared by
+all rows, ``delta`` ``(n,)``, and ``s`` / ``u`` ``(n,)``.  Nothing loops over rows in Python
+(loops run over blocks of points, over ``K`` or over root-finding iterations).
+
+* :func:`selected_logpdf`, :func:`selected_cdf`, :func:`target_logpdf`: the laws of ``s``.
+* :func:`sample_residual_generic`: inverse-CDF draw from ``(f - g)_+ / TV(f, g)`` for any
+  selected law ``g`` given as vectorised callables; it finds the crossings of ``f`` and ``g``
+  on a per-row grid refined to machine precision, computes the interval masses in closed form
+  from the CDFs, picks an interval by its mass and inverts the residual CDF inside it.
+* :func:`sample_residual`: the RASS case (``g = g_w``), a thin wrapper that also passes the
+  excess forms ``g/phi - 1`` and ``G - Phi`` so relative accuracy survives at small ``delta``.
+* :func:`sample_residual_rejection`: the cross-check sampler (propose from ``f``, accept with
+  probability ``(1 - g/f)_+``).
+* :func:`residual_intervals` / :func:`residual_intervals_generic`: the crossings and interval
+  masses themselves (``TV = total``), shared with :mod:`rass_theory.exact.rass`.
+
+Accuracy and guarantees (proof ``proofs/P7-selected-law.md``)
+-------------------------------------------------------------
+* Crossings: every sign change of ``h = log f - log g`` between consecutive points of the
+  grid ``[-L, L] U [delta - L, delta + L]`` (``L = half_width``, spacing
+  ``2 L / (grid_size - 1)``) is refined to a bracket of width ``<= 4 eps (1 + |c|)``.  Beyond
+  the grid the sign of ``h`` is taken from the end points; any crossing missed there changes
+  the residual law by at most ``(K + 1) Phi(-L)`` in total variation (``g <= K phi`` for any
+  rule selecting one of ``K`` iid normals), ``< 1e-21`` at the default ``L = 10``.  Two
+  crossings closer than the grid spacing can be missed; the RASS wrapper scales the spacing
+  with ``1/sqrt(K)`` (the width of one order-statistic density) for this reason.
+* Masses: ``int_a^b (f - g) = [D(b) - D(a)] - [E(b) - E(a)]`` with ``D = Phi(. - delta) - Phi``
+  (:func:`rass_theory.exact.normal.shift_difference`, relative accuracy) and
+  ``E = G - Phi``; with the excess forms the masses keep relative accuracy ``~1e-14`` even at
+  ``delta = 1e-8``.  Without them (generic callables) they are accurate to ``~1e-16`` absolute.
+* Inverse CDF: safeguarded Newton inside the chosen interval, stopped when the step is below
+  ``1e-13 (1 + |s|)``.
+* ``delta = 0`` is allowed.  Where the residual mass is exactly zero (``g = f``), the residual
+  law is undefined and never used by an exact verifier; these functions then return the
+  inverse-CDF draw from ``f`` itself (``delta + Phi^{-1}(u)``), never NaN.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.special import ndtri
+
+from rass_theory._validation import as_generator
+from rass_theory.exact.normal import LOG_SQRT_2PI, log_phi, shift_difference, interval_mass
+from rass_theory.exact.order_stats import (
+    weight_parts,
+    log_rank_basis,
+    mixture_cdf_excess,
+    mixture_density_excess,
+    mixture_log_cdf,
+    mixture_log_density_ratio,
+)
+
+__all__ = [
+    "selected_logpdf",
+    "selected_cdf",
+    "target_logpdf",
+    "sample_residual",
+    "sample_residual_generic",
+    "sample_residual_rejection",
+    "residual_intervals",
+    "residual_intervals_generic",
+    "ResidualIntervals",
+    "grid_spacing",
+]
+
+DEFAULT_HALF_WIDTH = 10.0
+_EPS = np.finfo(np.float64).eps
+WEIGHTS_ATOL = 1e-9
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_weights_rows(weights, name: str = "weights") -> np.ndarray:
+    """Validate rank weights ``(K,)`` or ``(n, K)``: finite, ``>= -1e-9``, rows sum to 1 within ``1e-9 K``."""
+    try:
+        w = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers, got {weights!r}") from exc
+    if w.ndim not in (1, 2):
+        raise ValueError(f"{name} must have shape (K,) or (n, K), got shape {w.shape}")
+    if w.shape[-1] == 0 or w.size == 0:
+        raise ValueError(f"{name} must have at least one rank (K >= 1), got shape {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} must be finite (found NaN or infinity)")
+    if np.any(w < -WEIGHTS_ATOL):
+        raise ValueError(f"{name} must be non-negative (tolerance {WEIGHTS_ATOL}), min entry {w.min()!r}")
+    total = w.sum(axis=-1)
+    K = w.shape[-1]
+    bad = np.abs(total - 1.0) > WEIGHTS_ATOL * max(1, K)
+    if np.any(bad):
+        raise ValueError(
+            f"{name} must sum to 1 along the last axis (tolerance {WEIGHTS_ATOL} * K), "
+            f"got sum {np.atleast_1d(total)[np.atleast_1d(bad)][0]!r}"
+        )
+    # Not renormalised here: the kernels use w / sum(w) exactly (order_stats.weight_parts), which
+    # keeps the deviations from uniform weights to relative accuracy.
+    return np.clip(w, 0.0, None)
+
+
+def _check_vector(value, name: str, n: int | None = None, *, allow_inf: bool = False) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers, got {value!r}") from exc
+    if arr.ndim == 0 and n is not None:
+        arr = np.full(n, float(arr))
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional (n,), got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"{name} must have length n = {n}, got {arr.shape[0]}")
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} must not contain NaN")
+    if not allow_inf and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (found infinity)")
+    return arr
+
+
+def _check_delta(delta, n: int | None = None) -> np.ndarray:
+    d = _check_vector(delta, "delta", n)
+    if np.any(d < 0):
+        raise ValueError(f"delta must be >= 0, got min {d.min()!r}")
+    return d
+
+
+def _check_batch(weights, delta, other, other_name: str, *, allow_inf: bool):
+    w = _check_weights_rows(weights)
+    o = np.asarray(other, dtype=np.float64) if not isinstance(other, np.ndarray) else other
+    n = None
+    for arr in (o, np.asarray(delta)):
+        if np.ndim(arr) == 1:
+            n = np.shape(arr)[0]
+            break
+    if n is None and w.ndim == 2:
+        n = w.shape[0]
+    if n is None:
+        n = 1
+    if w.ndim == 2 and w.shape[0] != n:
+        raise ValueError(f"weights must have n = {n} rows to match {other_name} and delta, got {w.shape[0]}")
+    d = _check_delta(delta, n)
+    o = _check_vector(other, other_name, n, allow_inf=allow_inf)
+    return w, d, o
+
+
+# ---------------------------------------------------------------------------------------------
+# laws of s
+# ---------------------------------------------------------------------------------------------
+
+
+def target_logpdf(delta, s) -> np.ndarray:
+    """``log f(s) = log phi(s - delta)`` per row.
+
+    Parameters
+    ----------
+    delta : array_like, shape (n,)
+        Standardised displacements, ``>= 0``.
+    s : array_like, shape (n,)
+        Points (``+-inf`` allowed, giving ``-inf``).
+    """
+    s = _check_vector(s, "s", None, allow_inf=True)
+    d = _check_delta(delta, s.shape[0])
+    return log_phi(s - d)
+
+
+def selected_logpdf(weights, delta, s) -> np.ndarray:
+    """``log g_w(s)`` per row, ``g_w = sum_j w_j B_j`` (rank mixture of order statistics).
+
+    Parameters
+    ----------
+    weights : array_like, shape (n, K) or (K,)
+        Rank weights on the simplex (ascending ranks).
+    delta : array_like, shape (n,)
+        Per-row displacement (validated; ``g_w`` does not depend on it).
+    s : array_like, shape (n,)
+
+    Notes
+    -----
+    ``log g_w(s) = log phi(s) + logsumexp_j [log w_j + log K + log binom(K-1, j)
+    + j log Phi(s) + (K-1-j) log Phi(-s)]`` (proof P7).
+    """
+    w, _, s = _check_batch(weights, delta, s, "s", allow_inf=True)
+    ratio = mixture_log_density_ratio(w, s[:, None])[:, 0]
+    return log_phi(np.clip(s, -1e10, 1e10)) + ratio
+
+
+def selected_cdf(weights, delta, s) -> np.ndarray:
+    """``G_w(s)`` per row: a Bernstein polynomial in ``Phi(s)`` with cumulative-weight coefficients.
+
+    Notes
+    -----
+    ``G_w(s) = sum_{k=0}^{K} C_k binom(K, k) p^k (1-p)^(K-k)``, ``p = Phi(s)``,
+    ``C_k = sum_{j<k} w_j`` (proof P7), evaluated in log space (relative accuracy in the
+    lower tail; in the upper tail ``1 - G_w`` is available from
+    :func:`rass_theory.exact.order_stats.mixture_log_sf`).
+    """
+    w, _, s = _check_batch(weights, delta, s, "s", allow_inf=True)
+    return np.exp(mixture_log_cdf(w, s[:, None]))[:, 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# generic residual machinery
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResidualIntervals:
+    """Where ``f > g`` and how much mass ``(f - g)_+`` puts there, per row.
+
+    Attributes
+    ----------
+    bounds : ndarray, shape (n, C + 2)
+        ``-inf, c_1, ..., c_r, +inf, +inf, ...``: the crossings of row ``i`` (``r = n_crossings[i]``)
+        padded with ``+inf``.  Interval ``k`` is ``[bounds[:, k], bounds[:, k + 1]]``.
+    positive : ndarray of bool, shape (n, C + 1)
+        Whether ``f > g`` on interval ``k`` (false on padding intervals).
+    masses : ndarray, shape (n, C + 1)
+        ``int (f - g)`` over each positive interval (0 elsewhere).
+    total : ndarray, shape (n,)
+        Residual mass ``TV(f, g) = sum of masses``.
+    n_crossings : ndarray of int, shape (n,)
+    grid_lo, grid_hi : ndarray, shape (n,)
+        Ends of the search grid (infinite interval ends are clipped there when inverting).
+    """
+
+    bounds: np.ndarray
+    positive: np.ndarray
+    masses: np.ndarray
+    total: np.ndarray
+    n_crossings: np.ndarray
+    grid_lo: np.ndarray
+    grid_hi: np.ndarray
+
+    @property
+    def crossings(self) -> np.ndarray:
+        """Crossings ``(n, C)`` padded with NaN."""
+        c = self.bounds[:, 1:-1].copy()
+        cols = np.arange(c.shape[1])
+        c[cols[None, :] >= self.n_crossings[:, None]] = np.nan
+        return c
+
+
+def _grid(delta, half_width, grid_size):
+    t = np.linspace(-half_width, half_width, grid_size)
+    pts = np.concatenate([np.broadcast_to(t, (delta.shape[0], grid_size)), delta[:, None] + t[None, :]], axis=1)
+    return np.sort(pts, axis=1)
+
+
+def _refine_roots(h_fn, a, b, fa, fb, *, max_iter=200):
+    """Vectorised Illinois (modified regula falsi) with bisection safeguard on brackets ``(n, C)``.
+
+    ``fa`` and ``fb`` have opposite "positivity" (``> 0`` versus ``<= 0``).  Returns the
+    point of the final bracket where ``h`` changes sign (left end of a bracket of width
+    ``<= 4 eps (1 + |x|)``).
+    """
+    a = a.copy()
+    b = b.copy()
+    fa = fa.copy()
+    fb = fb.copy()
+    pa = fa > 0
+    side = np.zeros(a.shape, dtype=np.int8)  # -1: last two updates moved a, +1: moved b
+    width0 = b - a
+    stall = np.zeros(a.shape, dtype=np.int8)
+    for _ in range(max_iter):
+        width = b - a
+        active = width > 4 * _EPS * (1.0 + np.maximum(np.abs(a), np.abs(b)))
+        if not np.any(active):
+            break
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            x = b - fb * (b - a) / (fb - fa)
+        mid = a + 0.5 * (b - a)
+        use_mid = ~np.isfinite(x) | (x <= a) | (x >= b) | (stall >= 3)
+        x = np.where(use_mid, mid, x)
+        x = np.where(active, x, a)
+        fx = h_fn(x)
+        fx = np.where(np.isnan(fx), 0.0, fx)
+        px = fx > 0
+        move_a = active & (px == pa)
+        move_b = active & ~move_a
+        # Illinois: halve the stale end's value when the same end moves twice in a row
+        fb = np.where(move_a & (side == -1), 0.5 * fb, fb)
+        fa = np.where(move_b & (side == 1), 0.5 * fa, fa)
+        a = np.where(move_a, x, a)
+        fa = np.where(move_a, fx, fa)
+        b = np.where(move_b, x, b)
+        fb = np.where(move_b, fx, fb)
+        side = np.where(move_a, -1, np.where(move_b, 1, side)).astype(np.int8)
+        new_width = b - a
+        shrunk = new_width <= 0.5 * width0
+        stall = np.where(active & ~shrunk, stall + 1, 0).astype(np.int8)
+        width0 = np.where(shrunk | (stall == 0), new_width, width0)
+    return a + 0.5 * (b - a)
+
+
+def _brackets_from_signs(rows, a_vals, b_vals, fa_vals, fb_vals, n):
+    """Assemble padded bracket arrays ``(n, C)`` from sign changes found on a grid.
+
+    ``rows`` (non-decreasing) gives the row of each change; ``a_vals``/``b_vals`` the grid
+    points on either side and ``fa_vals``/``fb_vals`` the values of ``h`` there.
+    """
+    counts = np.bincount(rows, minlength=n)
+    C = int(counts.max()) if n and rows.size else 0
+    slot = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    a = np.zeros((n, C))
+    b = np.zeros((n, C))
+    fa = np.ones((n, C))
+    fb = np.ones((n, C))  # padded brackets: a = b and no sign change, never refined
+    a[rows, slot] = a_vals
+    b[rows, slot] = b_vals
+    fa[rows, slot] = fa_vals
+    fb[rows, slot] = fb_vals
+    return a, b, fa, fb, counts, slot
+
+
+def _assemble_intervals(h_fn, cdf_excess, delta, brackets, first_positive, grid_lo, grid_hi):
+    a, b, fa, fb, counts, slot = brackets
+    n = delta.shape[0]
+    C = a.shape[1]
+    rows = np.repeat(np.arange(n), counts)
+    bounds = np.full((n, C + 2), np.inf)
+    bounds[:, 0] = -np.inf
+    if C > 0:
+        roots = _refine_roots(h_fn, a, b, fa, fb)
+        bounds[rows, slot + 1] = roots[rows, slot]
+    k = np.arange(C + 1)
+    positive = (first_positive[:, None] ^ (k[None, :] % 2 == 1)) & (k[None, :] <= counts[:, None])
+    finite = np.isfinite(bounds)
+    xb = np.where(finite, bounds, 0.0)
+    D = np.where(finite, shift_difference(xb, delta[:, None]), 0.0)
+    E = np.where(finite, cdf_excess(xb), 0.0)
+    masses = (D[:, 1:] - D[:, :-1]) - (E[:, 1:] - E[:, :-1])
+    masses = np.where(positive, np.maximum(masses, 0.0), 0.0)
+    total = masses.sum(axis=1)
+    return ResidualIntervals(bounds, positive, masses, total, counts, grid_lo, grid_hi)
+
+
+def _h_function(log_ratio, delta):
+    def h_fn(x):
+        return delta[:, None] * x - 0.5 * delta[:, None] ** 2 - log_ratio(x)
+
+    return h_fn
+
+
+def residual_intervals_generic(
+    log_ratio: Callable[[np.ndarray], np.ndarray],
+    cdf_excess: Callable[[np.ndarray], np.ndarray],
+    delta,
+    *,
+    half_width: float = DEFAULT_HALF_WIDTH,
+    grid_size: int = 401,
+) -> ResidualIntervals:
+    """Crossings of ``f`` and ``g`` and the masses of ``(f - g)_+``, per row.
+
+    Parameters
+    ----------
+    log_ratio : callable
+        ``log(g(s)/phi(s))`` for ``s`` of shape ``(n, m)`` (row ``i`` uses row ``i``'s law).
+    cdf_excess : callable
+        ``G(s) - Phi(s)`` for ``s`` of shape ``(n, m)``; must tend to 0 at ``+-inf`` (it is only
+        evaluated at finite points).
+    delta : ndarray, shape (n,)
+    half_width, grid_size : float, int
+        Search grid: ``grid_size`` points on each of ``[-L, L]`` and ``[delta - L, delta + L]``.
+
+    Notes
+    -----
+    ``h(s) = log f(s) - log g(s) = delta s - delta^2/2 - log_ratio(s)``; its sign changes on
+    the grid are refined by :func:`_refine_roots`.  On ``[a, b]`` with ``f > g`` the mass is
+    ``[D(b) - D(a)] - [E(b) - E(a)]``, ``D(x) = Phi(x - delta) - Phi(x)``, ``E = cdf_excess``
+    (both vanish at ``+-inf``).  See the module docstring for the guarantees.
+    """
+    delta = np.asarray(delta, dtype=np.float64)
+    n = delta.shape[0]
+    grid = _grid(delta, half_width, grid_size)
+    h_fn = _h_function(log_ratio, delta)
+    hg = h_fn(grid)
+    hg = np.where(np.isnan(hg), 0.0, hg)
+    pos = hg > 0
+    rows, cols = np.nonzero(pos[:, 1:] != pos[:, :-1])
+    brackets = _brackets_from_signs(rows, grid[rows, cols], grid[rows, cols + 1], hg[rows, cols], hg[rows, cols + 1], n)
+    return _assemble_intervals(h_fn, cdf_excess, delta, brackets, pos[:, 0], grid[:, 0], grid[:, -1])
+
+
+def _full_rows(fn, n):
+    """Restrict a callable on full ``(n, m)`` arrays to a subset of rows.
+
+    The returned factory maps row indices ``idx`` to a callable on ``(len(idx), m)`` arrays; the
+    rows not in ``idx`` are evaluated at 0 and discarded.
+    """
+
+    def restrict(idx):
+        if idx.size == n:
+            return fn
+
+        def sub(x):
+            full = np.zeros((n, x.shape[1]))
+            full[idx] = x
+            return fn(full)[idx]
+
+        return sub
+
+    return restrict
+
+
+def _invert_residual(ri: ResidualIntervals, restrict, delta, u, *, n_scan=16, max_iter=60):
+    """Inverse CDF of ``(f - g)_+ / total`` at ``u`` per row.
+
+    ``restrict(idx)`` returns the pair ``(log_ratio, cdf_excess)`` for the rows ``idx``.  A scan
+    of ``n_scan`` points brackets the solution inside the chosen interval, then safeguarded
+    Newton (``R' = f - g``) runs on the rows that have not converged.
+    """
+    n = delta.shape[0]
+    ok = ri.total > 0
+    rows = np.arange(n)
+    masses = ri.masses
+    cum = np.cumsum(masses, axis=1)
+    target = u * ri.total
+    k = (cum <= target[:, None]).sum(axis=1)
+    has = masses > 0
+    last_pos = masses.shape[1] - 1 - np.argmax(has[:, ::-1], axis=1)
+    first_pos = np.argmax(has, axis=1)
+    k = np.maximum(np.minimum(k, last_pos), first_pos)  # never a zero-mass interval
+    before = np.where(k > 0, cum[rows, np.maximum(k - 1, 0)], 0.0)
+    t = np.clip(target - before, 0.0, masses[rows, k])
+    lo = ri.bounds[rows, k]
+    hi = ri.bounds[rows, k + 1]
+    lo = np.where(np.isfinite(lo), lo, ri.grid_lo - 2.0)
+    hi = np.where(np.isfinite(hi), hi, ri.grid_hi + 2.0)
+    # rows without residual mass (g = f): the residual is never used; draw from f itself
+    out = delta + ndtri(np.clip(u, 1e-300, 1.0 - _EPS / 2))
+    idx = np.nonzero(ok)[0]
+    if idx.size == 0:
+        return out
+    lo, hi, t, d = np.minimum(lo[idx], hi[idx]), hi[idx], t[idx], delta[idx]
+    log_ratio, cdf_excess = restrict(idx)
+    D_lo = shift_difference(lo, d)
+    E_lo = cdf_excess(lo[:, None])[:, 0]
+
+    def R_of(x, dd, Dl, El, tt, ce):
+        return (shift_difference(x, dd[:, None] if x.ndim == 2 else dd) - (Dl[:, None] if x.ndim == 2 else Dl)) \
+            - (ce(x if x.ndim == 2 else x[:, None]).reshape(x.shape) - (El[:, None] if x.ndim == 2 else El)) \
+            - (tt[:, None] if x.ndim == 2 else tt)
+
+    # scan: locate the solution in one of n_scan cells of [lo, hi]
+    frac = np.linspace(0.0, 1.0, n_scan + 1)[1:-1]
+    pts = lo[:, None] + (hi - lo)[:, None] * frac[None, :]
+    Rs = R_of(pts, d, D_lo, E_lo, t, cdf_excess)
+    cell = (Rs < 0).sum(axis=1)
+    ext = np.concatenate([lo[:, None], pts, hi[:, None]], axis=1)
+    m_ = np.arange(idx.size)
+    a = ext[m_, cell]
+    b = ext[m_, cell + 1]
+    x = a + 0.5 * (b - a)
+    active = np.ones(idx.size, dtype=bool)
+    for _ in range(max_iter):
+        ai = np.nonzero(active)[0]
+        if ai.size == 0:
+            break
+        lr_fn, ce_fn = restrict(idx[ai]) if ai.size < idx.size else (log_ratio, cdf_excess)
+        xa, da = x[ai], d[ai]
+        R = R_of(xa, da, D_lo[ai], E_lo[ai], t[ai], ce_fn)
+        below = R < 0
+        a[ai] = np.where(below, xa, a[ai])
+        b[ai] = np.where(below, b[ai], xa)
+        lr = lr_fn(xa[:, None])[:, 0]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            dens = np.exp(log_phi(xa)) * (np.expm1(da * xa - 0.5 * da * da) - np.expm1(lr))
+            x_new = xa - R / dens
+        bad = ~np.isfinite(x_new) | (x_new <= a[ai]) | (x_new >= b[ai]) | ~(dens > 0)
+        x_new = np.where(bad, a[ai] + 0.5 * (b[ai] - a[ai]), x_new)
+        tol = 1e-13 * (1.0 + np.abs(xa))
+        done = (np.abs(x_new - xa) <= tol) | (b[ai] - a[ai] <= tol) | (R == 0)
+        x[ai] = np.where(R == 0, xa, x_new)
+        active[ai[done]] = False
+    out[idx] = x
+    return out
+
+
+def sample_residual_generic(
+    log_g: Callable[[np.ndarray], np.ndarray],
+    cdf_g: Callable[[np.ndarray], np.ndarray],
+    delta,
+    u,
+    *,
+    log_ratio: Callable[[np.ndarray], np.ndarray] | None = None,
+    cdf_excess: Callable[[np.ndarray], np.ndarray] | None = None,
+    half_width: float = DEFAULT_HALF_WIDTH,
+    grid_size: int = 401,
+) -> np.ndarray:
+    """Inverse-CDF draw from the residual ``(f - g)_+ / TV(f, g)`` of any selected law ``g``.
+
+    Parameters
+    ----------
+    log_g, cdf_g : callable
+        Vectorised ``log g(s)`` and ``G(s)``: ``s`` of shape ``(n, m)`` to ``(n, m)``, row ``i``
+        using row ``i``'s law.  Only finite ``s`` are passed.
+    delta : array_like, shape (n,)
+        Target mean of ``s`` per row (``f = phi(. - delta)``), ``>= 0``.
+    u : array_like, shape (n,)
+        Uniforms in ``[0, 1]``; the draw is monotone in ``u`` within a row.
+    log_ratio, cdf_excess : callable, optional
+        ``log(g/phi)`` and ``G - Phi`` in forms accurate when ``g`` is close to ``phi``;
+        default ``log_g - log phi`` and ``cdf_g - Phi`` (absolute accuracy only).
+    half_width, grid_size : float, int
+        Crossing-search grid (see the module docstring).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Notes
+    -----
+    ``R(x) = int_a^x (f - g) = [D(x) - D(a)] - [E(x) - E(a)]`` on the chosen interval
+    ``[a, b]`` is solved for ``R(x) = u TV - (mass before a)`` by safeguarded Newton
+    (``R' = f - g > 0`` inside).  Proof P7; accuracy in the module docstring.  Rows with zero
+    residual mass return ``delta + Phi^{-1}(u)``.
+    """
+    delta = _check_delta(delta)
+    u = _check_vector(u, "u", delta.shape[0])
+    if np.any((u < 0) | (u > 1)):
+        raise ValueError("u must lie in [0, 1]")
+    if not callable(log_g) or not callable(cdf_g):
+        raise TypeError("log_g and cdf_g must be callables mapping s (n, m) to (n, m)")
+    if log_ratio is None:
+        def log_ratio(x):
+            return log_g(x) - log_phi(x)
+    if cdf_excess is None:
+        from scipy.special import ndtr
+
+        def cdf_excess(x):
+            return cdf_g(x) - ndtr(x)
+    ri = residual_intervals_generic(log_ratio, cdf_excess, delta, half_width=half_width, grid_size=grid_size)
+    n = delta.shape[0]
+    lr_r, ce_r = _full_rows(log_ratio, n), _full_rows(cdf_excess, n)
+    return _invert_residual(ri, lambda idx: (lr_r(idx), ce_r(idx)), delta, u)
+
+
+# ---------------------------------------------------------------------------------------------
+# RASS wrappers
+# ---------------------------------------------------------------------------------------------
+
+
+def _rass_callables(w):
+    """``log(g_w/phi)`` and ``G_w - Phi`` for per-row weights (``(n, K)`` or one ``(K,)``).
+
+    ``log(g_w/phi)`` is ``log1p`` of the excess ``g_w/phi - 1`` (relative accuracy when ``g_w``
+    is close to ``phi``) except where ``g_w < phi/2``, where the log-space sum is used.
+    """
+
+    def log_ratio(x):
+        ex = mixture_density_excess(w, x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lr = np.log1p(np.maximum(ex, -1.0))
+        need = ex < -0.5
+        if np.any(need):
+            lr = np.where(need, mixture_log_density_ratio(w, x), lr)
+        return lr
+
+    def cdf_excess(x):
+        return mixture_cdf_excess(w, x)
+
+    return log_ratio, cdf_excess
+
+
+def grid_spacing(K: int) -> float:
+    """Default crossing-search spacing for RASS with ``K`` children: ``min(0.05, 0.5 / K)``.
+
+    Notes
+    -----
+    Empirically (``tests/exact/test_batch.py::TestCrossingGrid``), for weights drawn from
+    Dirichlet distributions the closest pair of crossings is ``>= ~2/K``, so this spacing keeps
+    a margin of about four.
+    """
+    return min(0.05, 0.5 / K)
+
+
+def _rass_brackets(w, delta, half_width, spacing):
+    """Sign scan of ``h = log f - log g_w`` on one grid shared by all rows.
+
+    The scaled rank basis ``B_j(s)/(phi(s) M(s))`` (``M`` its largest entry) is computed once on
+    the grid, so ``g_w/phi`` for every row is one matrix product.
+    """
+    n = delta.shape[0]
+    K = w.shape[-1]
+    w, _ = weight_parts(w)
+    lo = -half_width
+    hi = max(half_width, float(delta.max()) + half_width) if n else half_width
+    m = int(np.ceil((hi - lo) / spacing)) + 1
+    s = np.linspace(lo, hi, m)
+    col_block = max(1, (1 << 22) // K)
+    row_chunk = max(1, (1 << 22) // m)
+
+    def basis_block(sl):
+        """Scaled basis ``B_j/(phi M)`` on grid points ``sl`` and its log-scale ``log M``."""
+        bl = log_rank_basis(K, s[sl]) - log_phi(s[sl])[:, None]
+        sc = bl.max(axis=1)
+        return np.exp(bl - sc[:, None]), sc
+
+    rows_all, cols_all, h_lo, h_hi = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)], [np.zeros(0)], [np.zeros(0)]
+    first_positive = np.empty(n, dtype=bool)
+    shared = w.ndim == 1
+    blocks = [slice(c0, min(m, c0 + col_block)) for c0 in range(0, m, col_block)]
+    if shared:
+        lr_shared = np.empty(m)
+        for sl in blocks:
+            bb, sc = basis_block(sl)
+            with np.errstate(divide="ignore"):
+                lr_shared[sl] = np.log(bb @ w) + sc
+    elif len(blocks) == 1:
+        cached = basis_block(blocks[0])
+    for start in range(0, n, row_chunk):
+        stop = min(n, start + row_chunk)
+        d = delta[start:stop, None]
+        if shared:
+            lr = lr_shared[None, :]
+        else:
+            lr = np.empty((stop - start, m))
+            for sl in blocks:
+                bb, sc = cached if len(blocks) == 1 else basis_block(sl)
+                with np.errstate(divide="ignore"):
+                    lr[:, sl] = np.log(w[start:stop] @ bb.T) + sc[None, :]
+        h = d * s[None, :] - 0.5 * d * d - lr
+        pos = h > 0
+        first_positive[start:stop] = pos[:, 0]
+        r, c = np.nonzero(pos[:, 1:] != pos[:, :-1])
+        rows_all.append(r + start)
+        cols_all.append(c)
+        h_lo.append(h[r, c])
+        h_hi.append(h[r, c + 1])
+    rows = np.concatenate(rows_all)
+    cols = np.concatenate(cols_all)
+    brackets = _brackets_from_signs(rows, s[cols], s[cols + 1], np.concatenate(h_lo), np.concatenate(h_hi), n)
+    return brackets, first_positive, np.full(n, lo), np.full(n, hi)
+
+
+def residual_intervals(weights, delta, *, half_width: float = DEFAULT_HALF_WIDTH, spacing: float | None = None):
+    """Crossings and ``(f - g_w)_+`` masses per row for RASS; ``.total`` is ``TV(g_w, f)``.
+
+    Parameters
+    ----------
+    weights : array_like, shape (n, K) or (K,)
+    delta : array_like, shape (n,)
+    half_width : float
+        The search grid covers ``[-half_width, max(delta) + half_width]``.
+    spacing : float, optional
+        Grid spacing; default :func:`grid_spacing` of ``K``.
+
+    Notes
+    -----
+    As :func:`residual_intervals_generic` (same refinement and closed-form masses), with the
+    sign scan done on one grid shared by all rows (:func:`_rass_brackets`).
+    """
+    w = _check_weights_rows(weights)
+    if np.ndim(delta) == 0 and w.ndim == 2:
+        delta = np.full(w.shape[0], delta)
+    d = _check_delta(delta)
+    if w.ndim == 2 and w.shape[0] != d.shape[0]:
+        raise ValueError(f"weights must have n = {d.shape[0]} rows to match delta, got {w.shape[0]}")
+    return _rass_intervals(w, d, half_width, spacing)
+
+
+def _rass_intervals(w, d, half_width, spacing):
+    if spacing is None:
+        spacing = grid_spacing(w.shape[-1])
+    log_ratio, cdf_excess = _rass_callables(w)
+    brackets, first_positive, glo, ghi = _rass_brackets(w, d, half_width, spacing)
+    h_fn = _h_function(log_ratio, d)
+    return _assemble_intervals(h_fn, cdf_excess, d, brackets, first_positive, glo, ghi), log_ratio, cdf_excess
+
+
+def sample_residual(weights, delta, u, *, half_width: float = DEFAULT_HALF_WIDTH, spacing: float | None = None):
+    """Inverse-CDF draw from the RASS residual ``(f - g_w)_+ / TV(g_w, f)``, per row.
+
+    Parameters
+    ----------
+    weights : array_like, shape (n, K) or (K,)
+    delta : array_like, shape (n,)
+    u : array_like, shape (n,)
+        Uniforms in ``[0, 1]``.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Notes
+    -----
+    The RASS case of :func:`sample_residual_generic`, with ``log(g_w/phi) = log1p(sum_j
+    (w_j - 1/K) K binom(K-1, j) p^j q^(K-1-j))`` and ``G_w - Phi = sum_k (C_k - k/K)
+    binom(K, k) p^k q^(K-k)`` (proof P7), which keep relative accuracy for nearly uniform
+    weights at small ``delta``, and the sign scan on a shared grid.
+    """
+    w, d, u = _check_batch(weights, delta, u, "u", allow_inf=False)
+    if np.any((u < 0) | (u > 1)):
+        raise ValueError("u must lie in [0, 1]")
+    ri, _, _ = _rass_intervals(w, d, half_width, spacing)
+    return _invert_residual(ri, lambda idx: _rass_callables(w if w.ndim == 1 else w[idx]), d, u)
+
+
+def sample_residual_rejection(weights, delta, rng, *, max_rounds: int = 10_000) -> np.ndarray:
+    """Cross-check sampler of the RASS residual: propose ``s ~ f``, accept w.p. ``(1 - g_w/f)_+``.
+
+    Parameters
+    ----------
+    weights : array_like, shape (n, K) or (K,)
+    delta : array_like, shape (n,)
+        Must be such that every row has positive residual mass (``delta > 0`` suffices).
+    rng : numpy Generator, int, SeedSequence or None
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Notes
+    -----
+    The accepted proposal has density ``f (1 - g/f)_+ / TV = (f - g)_+ / TV``; the expected
+    number of rounds is ``1/TV``.  Rows still unaccepted after ``max_rounds`` raise
+    ``RuntimeError`` (the residual mass is then below ``~1e-3 / max_rounds``).
+    """
+    w = _check_weights_rows(weights)
+    n = w.shape[0] if w.ndim == 2 else (np.shape(delta)[0] if np.ndim(delta) else 1)
+    d = _check_delta(delta, n)
+    if w.ndim == 2 and w.shape[0] != d.shape[0]:
+        raise ValueError(f"weights must have n = {d.shape[0]} rows to match delta, got {w.shape[0]}")
+    if np.any(d == 0):
+        raise ValueError("delta must be > 0 for the rejection sampler (delta = 0 can have zero residual mass)")
+    gen = as_generator(rng)
+    out = np.full(d.shape[0], np.nan)
+    todo = np.arange(d.shape[0])
+    for _ in range(max_rounds):
+        if todo.size == 0:
+            return out
+        x = d[todo] + gen.standard_normal(todo.size)
+        wt = w[todo] if w.ndim == 2 else w
+        lr = mixture_log_density_ratio(wt, x[:, None] if w.ndim == 2 else x)
+        lr = lr[:, 0] if w.ndim == 2 else lr
+        # log(g/f) = log(g/phi) - (delta s - delta^2/2)
+        log_gf = lr - (d[todo] * x - 0.5 * d[todo] ** 2)
+        accept_prob = -np.expm1(np.minimum(log_gf, 0.0))
+        acc = gen.random(todo.size) < accept_prob
+        out[todo[acc]] = x[acc]
+        todo = todo[~acc]
+    raise RuntimeError(f"{todo.size} rows not accepted after {max_rounds} rounds; residual mass too small")
