@@ -1,0 +1,243 @@
+"""Shared machinery of the torch verifiers: input checks, rank-1 projection, result assembly.
+
+The torch twin of :mod:`rass_theory.verifiers._core` (proof ``P1-rank1``):
+
+1. validate the batch *from metadata only* (shapes, dtypes, devices; no value checks, which
+   would synchronise the device with the host) and project every child on the node's unit
+   direction ``e`` with one batched matmul, ``s[i, k] = <children[i, k] - mu_draft[i], e[i]> / sigma[i]``;
+2. decide per row in the scalar coordinate ``s`` with ``torch.where`` / ``gather``;
+3. copy the chosen child's row with ``gather`` and rebuild only the rejected rows as
+   ``children[i, k] + sigma[i] (s'[i] - s[i, k]) e[i]`` (the state with child ``k``'s
+   orthogonal part), merged with ``torch.where`` so that accepted rows stay bit-exact copies.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["TorchVerifierResult", "TorchBatch", "prepare", "finish", "as_torch_generator",
+           "degenerate_tolerance", "SUPPORTED_DTYPES"]
+
+SUPPORTED_DTYPES = (torch.float32, torch.float64)
+
+
+def degenerate_tolerance(dtype: torch.dtype) -> float:
+    """``sqrt(eps)`` of ``dtype``: rows with ``delta`` at or below it accept child 0."""
+    return math.sqrt(torch.finfo(dtype).eps)
+
+
+@dataclass(frozen=True)
+class TorchVerifierResult:
+    """Output of one torch verification call (DESIGN section 4 on tensors).
+
+    Attributes
+    ----------
+    states : Tensor (n, d)
+        Committed states, dtype and device of the children.
+    accepted : Tensor (n,) of bool
+    child_index : Tensor (n,) of int64
+        Committed child (drafting order), ``-1`` where not accepted.
+
+    Notes
+    -----
+    Where ``accepted[i]``, ``states[i]`` is bit-for-bit ``children[i, child_index[i]]``.
+    """
+
+    states: torch.Tensor
+    accepted: torch.Tensor
+    child_index: torch.Tensor
+
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        return int(self.accepted.shape[0])
+
+    @property
+    def n_accepted(self) -> int:
+        """Number of accepted rows (synchronises with the device)."""
+        return int(self.accepted.sum().item())
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Fraction of accepted rows (synchronises with the device)."""
+        return self.n_accepted / self.n if self.n else float("nan")
+
+    def numpy(self):
+        """The same result as NumPy arrays (a :class:`rass_theory.verifiers.VerifierResult`)."""
+        from ..verifiers._result import VerifierResult
+        return VerifierResult(self.states.detach().cpu().numpy(), self.accepted.detach().cpu().numpy(),
+                              self.child_index.detach().cpu().numpy())
+
+
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    if a.type != b.type:
+        return False
+    ia = a.index if a.index is not None else (torch.cuda.current_device() if a.type == "cuda" else 0)
+    ib = b.index if b.index is not None else (torch.cuda.current_device() if b.type == "cuda" else 0)
+    return ia == ib
+
+
+def as_torch_generator(rng, device: torch.device) -> torch.Generator:
+    """Normalise ``rng`` (None, int or ``torch.Generator``) to a generator on ``device``.
+
+    ``None`` gives a fresh generator seeded from the OS entropy (``Generator.seed()``), an int
+    a generator seeded with it; a generator on another device is a ``ValueError``.
+    """
+    if isinstance(rng, torch.Generator):
+        if not _same_device(rng.device, device):
+            raise ValueError(f"rng is a torch.Generator on device {rng.device}, but the inputs are on {device}; "
+                             f"create it with torch.Generator(device={str(device)!r})")
+        return rng
+    if rng is None:
+        gen = torch.Generator(device=device)
+        gen.seed()
+        return gen
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        gen = torch.Generator(device=device)
+        gen.manual_seed(int(rng) % (2 ** 64))
+        return gen
+    raise TypeError(f"rng must be None, an int or a torch.Generator, got {type(rng).__name__}")
+
+
+@dataclass(frozen=True)
+class TorchBatch:
+    """A validated node batch in rank-1 coordinates (torch).
+
+    Attributes
+    ----------
+    children : Tensor (n, K, d)
+    mu_draft : Tensor (n, d)
+    sigma : Tensor (n,)
+    direction : Tensor (n, d)
+        Unit vector ``e`` (zero vector where ``mu_target == mu_draft``).
+    delta : Tensor (n,)
+    delta_safe : Tensor (n,)
+        ``delta`` with degenerate rows replaced by 1 (keeps the scalar formulas finite).
+    degenerate : Tensor (n,) of bool
+    s : Tensor (n, K)
+    generator : torch.Generator
+    """
+
+    children: torch.Tensor
+    mu_draft: torch.Tensor
+    sigma: torch.Tensor
+    direction: torch.Tensor
+    delta: torch.Tensor
+    delta_safe: torch.Tensor
+    degenerate: torch.Tensor
+    s: torch.Tensor
+    generator: torch.Generator
+
+    @property
+    def n(self) -> int:
+        return self.children.shape[0]
+
+    @property
+    def K(self) -> int:
+        return self.children.shape[1]
+
+    @property
+    def d(self) -> int:
+        return self.children.shape[2]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.children.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.children.device
+
+    def uniform(self, *shape) -> torch.Tensor:
+        """Uniforms in ``(0, 1]`` (``1 - torch.rand``), dtype and device of the batch."""
+        return 1.0 - torch.rand(*shape, generator=self.generator, dtype=self.dtype, device=self.device)
+
+
+def _check_tensor(value, name: str, ndim: int) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__} "
+                        f"(use rass_theory.verifiers for NumPy arrays)")
+    if value.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"{name} must have dtype torch.float32 or torch.float64, got {value.dtype}")
+    if value.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(value.shape)}")
+    return value
+
+
+def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) -> TorchBatch:
+    """Validate the contract's inputs (metadata only) and project the children.
+
+    Raises ``TypeError``/``ValueError`` naming the argument: non-tensors, unsupported dtypes,
+    a dtype or device that differs from ``children``'s, wrong shapes, a non-positive scalar
+    ``sigma``, a generator on another device, or a ``K`` the rule does not support.
+    """
+    children = _check_tensor(children, "children", 3)
+    mu_draft = _check_tensor(mu_draft, "mu_draft", 2)
+    mu_target = _check_tensor(mu_target, "mu_target", 2)
+    n, k, d = children.shape
+    dtype, device = children.dtype, children.device
+    for name, t in (("mu_draft", mu_draft), ("mu_target", mu_target)):
+        if t.dtype != dtype:
+            raise ValueError(f"{name} has dtype {t.dtype} but children has {dtype}; all tensors must share one dtype")
+        if not _same_device(t.device, device):
+            raise ValueError(f"{name} is on device {t.device} but children is on {device}")
+        if tuple(t.shape) != (n, d):
+            raise ValueError(f"{name} must have shape (n, d) = {(n, d)} to match children, got {tuple(t.shape)}")
+    if k < 1:
+        raise ValueError("children must hold at least one child per node (K >= 1)")
+    if K is not None and k != K:
+        raise ValueError(f"children must have K = {K} children per node for this rule, got K = {k}")
+    if isinstance(sigma, torch.Tensor):
+        if sigma.dtype != dtype:
+            raise ValueError(f"sigma has dtype {sigma.dtype} but children has {dtype}")
+        if not _same_device(sigma.device, device):
+            raise ValueError(f"sigma is on device {sigma.device} but children is on {device}")
+        if sigma.ndim == 0:
+            sig = sigma.expand(n)
+        elif tuple(sigma.shape) == (n,):
+            sig = sigma
+        else:
+            raise ValueError(f"sigma must be a scalar or have shape (n,) = {(n,)}, got {tuple(sigma.shape)}")
+    elif isinstance(sigma, numbers.Real) and not isinstance(sigma, bool):
+        if not (math.isfinite(float(sigma)) and float(sigma) > 0):
+            raise ValueError(f"sigma must be finite and > 0, got {sigma}")
+        sig = torch.full((n,), float(sigma), dtype=dtype, device=device)
+    else:
+        raise TypeError(f"sigma must be a real number or a torch.Tensor, got {type(sigma).__name__}")
+    gen = as_torch_generator(rng, device)
+
+    diff = mu_target - mu_draft
+    norm = torch.linalg.vector_norm(diff, dim=1)
+    direction = diff / torch.where(norm > 0, norm, torch.ones_like(norm))[:, None]
+    delta = norm / sig
+    degenerate = delta <= degenerate_tolerance(dtype)
+    delta_safe = torch.where(degenerate, torch.ones_like(delta), delta)
+    # s[i, k] = (<children[i, k], e[i]> - <mu_draft[i], e[i]>) / sigma[i]: one batched matmul
+    proj = torch.bmm(children, direction[:, :, None])[:, :, 0]
+    offset = (mu_draft * direction).sum(dim=1)
+    s = (proj - offset[:, None]) / sig[:, None]
+    return TorchBatch(children, mu_draft, sig, direction, delta, delta_safe, degenerate, s, gen)
+
+
+def finish(batch: TorchBatch, chosen: torch.Tensor, accepted: torch.Tensor,
+           new_s: torch.Tensor) -> TorchVerifierResult:
+    """Copy the chosen child per row; rebuild rejected rows with coordinate ``new_s``.
+
+    Parameters
+    ----------
+    chosen : Tensor (n,) int64
+        Child copied on accepted rows, and whose orthogonal part rejected rows keep.
+    accepted : Tensor (n,) bool
+    new_s : Tensor (n,)
+        Corrected coordinate (ignored on accepted rows; must be finite everywhere).
+    """
+    n, _, d = batch.children.shape
+    copied = batch.children.gather(1, chosen[:, None, None].expand(n, 1, d))[:, 0, :]
+    s_chosen = batch.s.gather(1, chosen[:, None])[:, 0]
+    shift = (batch.sigma * (new_s.to(batch.dtype) - s_chosen))[:, None] * batch.direction
+    states = torch.where(accepted[:, None], copied, copied + shift)
+    index = torch.where(accepted, chosen, torch.full_like(chosen, -1))
+    return TorchVerifierResult(states, accepted, index)

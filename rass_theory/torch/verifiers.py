@@ -1,0 +1,489 @@
+"""Torch twins of the batched verifiers: RMC, D-GRS, RASS, the threshold policy, resample.
+
+Same contract as :mod:`rass_theory.verifiers` (DESIGN section 4) on tensors::
+
+    verifier(children (n, K, d), mu_draft (n, d), mu_target (n, d), sigma float | (n,), rng)
+        -> TorchVerifierResult(states (n, d), accepted (n,) bool, child_index (n,) int64)
+
+``rng`` is a ``torch.Generator`` on the inputs' device (``None``: a fresh one seeded from the OS;
+an int: a new generator seeded with it).  dtype and device follow the inputs (float64 is the
+reference, float32 is supported); arguments that disagree raise ``ValueError`` naming the
+argument.  Rows are processed with ``torch.where`` / ``gather`` / ``bmm`` and fixed-iteration
+root finding; no ``.item()``, no boolean-mask indexing and no ``.cpu()`` in the hot path, so a
+CUDA call queues its kernels without waiting for the device (one exception, documented on
+:class:`RASSVerifier`: on the CPU device the residual is computed only for rejected rows,
+because there indexing costs no synchronisation).
+
+Accuracy in float32 (float64 is exact to rounding):
+
+* acceptance decisions compare ``log u`` with a log-space ratio (``log_ndtr``); the acceptance
+  probability of every row is off by at most a few float32 ulps of the log ratio, so the
+  acceptance-rate bias is below ``1e-6`` (tested against the exact value at ``n = 2e5``).
+* uniforms have 24-bit resolution: probabilities are quantised to ``2**-24``.
+* the RASS/threshold residual draw is exact up to rounding of ``Phi`` differences (absolute
+  ``6e-8``; see :func:`rass_theory.torch._math.sample_residual`), D-GRS levels and its residual
+  draw are always computed in float64 (``O(nK)`` scalars).
+* the correction ``children + sigma (s' - s) e`` is rounded in float32 like the children.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+
+import numpy as np
+import torch
+
+from .._validation import check_delta, check_K, check_weights
+from . import _math
+from ._core import TorchVerifierResult, finish, prepare
+
+__all__ = [
+    "rmc", "dgrs", "rass", "threshold", "resample",
+    "RMCVerifier", "DGRSVerifier", "RASSVerifier", "ThresholdVerifier", "ResampleVerifier",
+    "TorchVerifierResult",
+]
+
+
+class _TorchVerifier:
+    """Base of the torch verifiers: a name, the number of children required, exact acceptance."""
+
+    name = "verifier"
+    K: int | None = None
+    backend = "torch"
+
+    def expected_acceptance(self, K: int, delta: float) -> float | None:
+        """Exact acceptance of the rule for ``K`` children at ``delta`` (``None`` if unknown)."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"rass_theory.torch.verifiers.{type(self).__name__}()"
+
+
+def _select_rank(batch, weights: torch.Tensor, u: torch.Tensor):
+    """Child (drafting order) holding rank ``j ~ weights`` per row, and the sort order.
+
+    ``rank = #{cumulative weights (first K-1) <= u}`` for ``u`` in ``(0, 1]``.
+    """
+    K = batch.K
+    order = torch.argsort(batch.s, dim=1, stable=True)
+    cum = torch.cumsum(weights, dim=-1)[..., : K - 1]
+    if cum.ndim == 1:
+        cum = cum[None, :]
+    rank = (u[:, None] > cum).sum(dim=1)
+    rank = torch.clamp(rank, max=K - 1)
+    child = order.gather(1, rank[:, None])[:, 0]
+    return child, order
+
+
+def _accept_and_correct(batch, law, child, u_accept, u_resid, residual_options):
+    """Accept the selected child w.p. ``min(1, f/g)``; otherwise draw from ``(f - g)_+ / TV``."""
+    s_sel = batch.s.gather(1, child[:, None])                               # (n, 1)
+    d = batch.delta_safe
+    log_ratio = _math.log_phi(s_sel - d[:, None]) - law.logpdf(s_sel)
+    accepted = (torch.log(u_accept) < log_ratio[:, 0]) | batch.degenerate
+    if batch.device.type == "cpu":
+        # on the CPU indexing is free of device synchronisation: work on the rejected rows only
+        rows = torch.nonzero(~accepted)[:, 0]
+        new_s = batch.s.gather(1, child[:, None])[:, 0].clone()
+        if rows.numel():
+            new_s[rows] = _blocked_residual(law.subset(rows), d[rows], u_resid[rows], residual_options)
+    else:
+        new_s = _blocked_residual(law, d, u_resid, residual_options)
+    return accepted, new_s
+
+
+def _blocked_residual(law, delta, u, options, block: int = 16384):
+    """Residual draws in blocks of rows (bounded memory; a loop over blocks, not rows)."""
+    n = delta.shape[0]
+    if n <= block:
+        return _math.sample_residual(law, delta, u, **options)
+    parts = []
+    for start in range(0, n, block):
+        rows = torch.arange(start, min(n, start + block), device=delta.device)
+        parts.append(_math.sample_residual(law.subset(rows), delta[rows], u[rows], **options))
+    return torch.cat(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# RMC
+# --------------------------------------------------------------------------------------------
+
+class RMCVerifier(_TorchVerifier):
+    """Reflection maximal coupling on tensors (K = 1).
+
+    Notes
+    -----
+    Accept w.p. ``min(1, exp(delta s - delta^2/2))`` (log space), else reflect
+    ``s -> delta - s`` keeping ``z_perp``; acceptance ``2 Phi(-delta/2)`` (proof ``P2-rmc``).
+    Random numbers: one uniform per row.
+    """
+
+    name = "rmc"
+    K = 1
+
+    def expected_acceptance(self, K, delta):
+        K, delta = check_K(K), check_delta(delta)
+        if K != 1:
+            raise ValueError(f"K must be 1 for RMC, got {K}")
+        return float(math.erfc(delta / 2.0 / math.sqrt(2.0)))
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng, K=1)
+        u = batch.uniform(batch.n)
+        s = batch.s[:, 0]
+        d = batch.delta
+        accepted = (torch.log(u) < d * s - 0.5 * d * d) | batch.degenerate
+        chosen = torch.zeros(batch.n, dtype=torch.int64, device=batch.device)
+        return finish(batch, chosen, accepted, d - s)
+
+
+def rmc() -> RMCVerifier:
+    """Torch reflection-maximal-coupling verifier (K = 1). See :class:`RMCVerifier`."""
+    return RMCVerifier()
+
+
+# --------------------------------------------------------------------------------------------
+# D-GRS
+# --------------------------------------------------------------------------------------------
+
+class DGRSVerifier(_TorchVerifier):
+    """D-GRS on tensors: greedy rejection over the children in drafting order.
+
+    Notes
+    -----
+    Child ``k`` (1-based) is accepted w.p. ``min(1, r_{k-1}(s_k)/phi(s_k))`` with the closed-form
+    residuals ``r_k/phi = b_k expm1(delta (s - c_k))`` (:func:`rass_theory.torch._math.dgrs_levels`,
+    float64); after ``K`` rejections ``s'`` is drawn from ``r_K`` by inverse CDF and child 0's
+    ``z_perp`` is kept.  Acceptance ``1 - prod_k Z_k`` (proof ``P4-dgrs``).
+    Random numbers: ``K + 1`` uniforms per row (one tensor ``(n, K + 1)``).
+    """
+
+    name = "dgrs"
+
+    def expected_acceptance(self, K, delta):
+        from ..exact.acceptance import acceptance
+        return float(acceptance("dgrs", check_K(K), check_delta(delta)))
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        n, K = batch.n, batch.K
+        u = batch.uniform(n, K + 1)
+        d = batch.delta_safe
+        log_b, c, _ = _math.dgrs_levels(K, d)
+        accepted = batch.degenerate.clone()
+        chosen = torch.zeros(n, dtype=torch.int64, device=batch.device)
+        u64 = u.to(torch.float64)
+        for k in range(K):
+            p = _math.dgrs_accept_prob(k + 1, d, batch.s[:, k], log_b, c)
+            take = (~accepted) & (u64[:, k] < p)
+            chosen = torch.where(take, torch.full_like(chosen, k), chosen)
+            accepted = accepted | take
+        new_s = _math.dgrs_sample_final_residual(d, u64[:, K], log_b, c)
+        return finish(batch, chosen, accepted, new_s)
+
+
+def dgrs() -> DGRSVerifier:
+    """Torch D-GRS verifier (drafting order, closed-form residuals). See :class:`DGRSVerifier`."""
+    return DGRSVerifier()
+
+
+# --------------------------------------------------------------------------------------------
+# RASS
+# --------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=64)
+def _interpolator_table(K: int):
+    from ..optimize.rank_weights import optimal_weights_interpolator
+    interp = optimal_weights_interpolator(K)
+    return np.array(interp.grid, dtype=np.float64), np.array(interp.weights, dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=512)
+def _optimal_single(K: int, delta: float) -> np.ndarray:
+    from ..optimize.rank_weights import optimal_rank_weights
+    w = np.asarray(optimal_rank_weights(K, delta).weights, dtype=np.float64)
+    return np.array(check_weights(w, K, name="optimal_rank_weights(K, delta).weights", atol=1e-6))
+
+
+def interpolate_weights(grid: torch.Tensor, table: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
+    """Piecewise-linear weights ``(n, K)`` from a table ``(G, K)`` on ``grid (G,)``, on device.
+
+    Below the first / beyond the last grid point the end weights are held.  A convex
+    combination of two simplex vectors is on the simplex.
+    """
+    G = grid.shape[0]
+    idx = torch.clamp(torch.searchsorted(grid, delta.contiguous(), right=True), 1, G - 1)
+    lo, hi = grid[idx - 1], grid[idx]
+    lam = torch.clamp((delta - lo) / (hi - lo), 0.0, 1.0)[:, None]
+    return (1.0 - lam) * table[idx - 1] + lam * table[idx]
+
+
+class RASSVerifier(_TorchVerifier):
+    """RASS on tensors.
+
+    Parameters
+    ----------
+    weights : "optimal", "uniform", array/tensor (K,) or (n, K), or callable
+        ``"optimal"`` with ``delta=None`` interpolates the certified optimal weights of
+        ``rass_theory.optimize.optimal_weights_interpolator(K)`` *on the device* (the table is
+        built on the host once per ``K``, dtype and device, outside the hot path); with a scalar
+        ``delta`` it uses ``optimal_rank_weights(K, delta)`` (solved once, cached).  A callable
+        is called as ``weights(delta, K)`` with the per-row ``delta`` tensor on the device and
+        must return a tensor ``(K,)`` or ``(n, K)`` there.  Exactness holds for any weights.
+    delta : float, optional
+        Pin the ``"optimal"`` weights to this displacement (one configuration).
+    grid_size, max_crossings : int
+        Options of the residual sampler :func:`rass_theory.torch._math.sample_residual`.
+
+    Notes
+    -----
+    Sort by ``s``; draw a rank ``j ~ w``; accept the selected child w.p. ``min(1, f/g_w)`` with
+    ``g_w(s) = phi(s) sum_j w_j K C(K-1, j) Phi(s)^j (1 - Phi(s))^(K-1-j)`` in log space;
+    otherwise draw ``s'`` from ``(f - g_w)_+ / TV`` and keep the selected child's ``z_perp``.
+    Acceptance ``1 - TV(g_w, f)`` (proof ``P3-rass-exact``).
+
+    Random numbers: three uniforms per row (one ``(n, 3)`` tensor: rank, accept, residual).
+    On CUDA the residual is computed for every row (no synchronisation); on the CPU only for the
+    rejected rows (``torch.nonzero``, free there).
+    """
+
+    name = "rass"
+
+    def __init__(self, weights="optimal", delta=None, grid_size: int = 80, max_crossings=None):
+        self._fixed = None
+        if isinstance(weights, str):
+            if weights not in ("optimal", "uniform"):
+                raise ValueError(f"weights must be 'optimal', 'uniform', an array of shape (K,) or (n, K), or a "
+                                 f"callable, got {weights!r}")
+        elif callable(weights):
+            pass
+        else:
+            w = weights.detach().cpu().numpy() if isinstance(weights, torch.Tensor) else np.asarray(weights)
+            if w.ndim == 1:
+                self._fixed = check_weights(w, name="weights", atol=1e-6)
+                self.K = self._fixed.size
+            elif w.ndim == 2:
+                self._fixed_rows = weights
+                self.K = w.shape[1]
+            else:
+                raise ValueError(f"weights must have shape (K,) or (n, K), got {w.shape}")
+        self.weights = weights
+        self.delta = None if delta is None else check_delta(delta)
+        self.residual_options = {"grid_size": int(grid_size)}
+        if max_crossings is not None:
+            self.residual_options["max_crossings"] = int(max_crossings)
+        self._tables = {}
+
+    def __repr__(self):
+        w = self.weights if isinstance(self.weights, str) else ("callable" if callable(self.weights) else "array")
+        return f"rass_theory.torch.verifiers.RASSVerifier(weights={w!r}, delta={self.delta})"
+
+    # -- weights -----------------------------------------------------------------------------
+    def host_weights(self, K: int, delta: float) -> np.ndarray:
+        """The weights (K,) this verifier uses for ``K`` children at a scalar ``delta``."""
+        K, delta = check_K(K), check_delta(delta)
+        if self._fixed is not None:
+            return self._fixed
+        if isinstance(self.weights, str):
+            if self.weights == "uniform":
+                return np.full(K, 1.0 / K)
+            if self.delta is not None:
+                return _optimal_single(K, float(self.delta))
+            grid, table = _interpolator_table(K)
+            return np.array([np.interp(delta, grid, table[:, j]) for j in range(K)])
+        if callable(self.weights):
+            out = self.weights(torch.tensor([delta], dtype=torch.float64), K)
+            out = out.detach().cpu().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
+            return check_weights(out.reshape(-1)[-K:] if out.ndim == 2 else out, K, atol=1e-6)
+        raise ValueError("per-row weights (n, K) have no single acceptance")
+
+    def _device_weights(self, batch) -> torch.Tensor:
+        K, n, dtype, device = batch.K, batch.n, batch.dtype, batch.device
+        if self.K is not None and K != self.K:
+            raise ValueError(f"children must have K = {self.K} children per node to match weights, got K = {K}")
+        if self._fixed is not None:
+            key = ("fixed", dtype, str(device))
+            if key not in self._tables:
+                self._tables[key] = torch.as_tensor(self._fixed, dtype=dtype, device=device)
+            return self._tables[key].expand(n, K)
+        if isinstance(self.weights, torch.Tensor) or (not isinstance(self.weights, str) and not callable(self.weights)):
+            w = torch.as_tensor(self.weights, dtype=dtype, device=device)
+            if tuple(w.shape) != (n, K):
+                raise ValueError(f"weights must have shape (n, K) = {(n, K)}, got {tuple(w.shape)}")
+            return w
+        if callable(self.weights) and not isinstance(self.weights, str):
+            w = self.weights(batch.delta, K)
+            if not isinstance(w, torch.Tensor) or w.device != batch.delta.device:
+                raise TypeError("a weights callable must return a torch.Tensor on the inputs' device")
+            w = w.to(dtype)
+            if tuple(w.shape) == (K,):
+                return w.expand(n, K)
+            if tuple(w.shape) != (n, K):
+                raise ValueError(f"weights(delta, K) must return shape (K,) or (n, K) = {(n, K)}, got {tuple(w.shape)}")
+            return w
+        if self.weights == "uniform":
+            return torch.full((n, K), 1.0 / K, dtype=dtype, device=device)
+        if self.delta is not None:
+            key = ("single", K, dtype, str(device))
+            if key not in self._tables:
+                self._tables[key] = torch.as_tensor(_optimal_single(K, float(self.delta)), dtype=dtype, device=device)
+            return self._tables[key].expand(n, K)
+        key = ("table", K, dtype, str(device))
+        if key not in self._tables:
+            grid, table = _interpolator_table(K)
+            self._tables[key] = (torch.as_tensor(grid, dtype=dtype, device=device),
+                                 torch.as_tensor(table, dtype=dtype, device=device))
+        grid, table = self._tables[key]
+        return interpolate_weights(grid, table, batch.delta)
+
+    def expected_acceptance(self, K, delta):
+        from ..exact.acceptance import acceptance
+        K, delta = check_K(K), check_delta(delta)
+        if self._fixed is None and not isinstance(self.weights, str) and not callable(self.weights):
+            return None
+        return float(acceptance("rass", K, delta, weights=self.host_weights(K, delta)))
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
+        u = batch.uniform(batch.n, 3)
+        w = self._device_weights(batch)
+        child, _ = _select_rank(batch, w, u[:, 0])
+        law = _math.rank_law(w.contiguous())
+        accepted, new_s = _accept_and_correct(batch, law, child, u[:, 1], u[:, 2], self.residual_options)
+        return finish(batch, child, accepted, new_s)
+
+
+def rass(weights="optimal", delta=None, grid_size: int = 80, max_crossings=None) -> RASSVerifier:
+    """Torch RASS verifier. See :class:`RASSVerifier` (parameters, accuracy, random numbers)."""
+    return RASSVerifier(weights, delta, grid_size, max_crossings)
+
+
+# --------------------------------------------------------------------------------------------
+# Threshold policy
+# --------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=256)
+def _optimal_threshold(K: int, delta: float):
+    from ..optimize.policies import optimal_threshold_policy
+    res = optimal_threshold_policy(K, delta)
+    return float(res.t), np.asarray(res.weights, dtype=np.float64)
+
+
+class ThresholdVerifier(_TorchVerifier):
+    """Value-aware threshold policy on tensors: top child if its ``s >= t``, else rank ``~ w``.
+
+    Parameters
+    ----------
+    t : float or Tensor (n,), optional
+    weights : array (K,), optional
+        Fallback rank weights (required with ``t``).
+    K : int, optional
+        Required with ``t`` when ``weights`` does not fix it.
+    delta : float, optional
+        With ``t`` and ``weights`` omitted: use ``optimal_threshold_policy(K, delta)`` (solved
+        on the host once per ``K``, cached).  Per-row optimal thresholds would need the deltas
+        on the host and are not offered here.
+
+    Notes
+    -----
+    Selected law (:class:`rass_theory.torch._math.SelectedLaw`, proof ``P8``):
+    ``g(s) = K phi Phi^(K-1)`` for ``s >= t`` and
+    ``sum_j w_j K C(K-1, j) phi Phi^j (Phi(t) - Phi)^(K-1-j)`` below; accept w.p.
+    ``min(1, f/g)``, else draw from ``(f - g)_+ / TV``, keeping the selected child's ``z_perp``.
+    Random numbers: three uniforms per row (rank, accept, residual).
+    """
+
+    name = "threshold"
+
+    def __init__(self, t=None, weights=None, K=None, delta=None, grid_size: int = 80, max_crossings=None):
+        if (t is None) != (weights is None):
+            raise ValueError("give both t and weights, or neither (optimal threshold policy at delta)")
+        if t is None and delta is None:
+            raise ValueError("the optimal threshold policy needs delta (a float) on the torch backend")
+        if weights is not None:
+            w = check_weights(weights, K, name="weights", atol=1e-6)
+            self.K = w.size
+            self._w = w
+        else:
+            self.K = None if K is None else check_K(K)
+            self._w = None
+        if t is not None and not isinstance(t, torch.Tensor):
+            if isinstance(t, bool) or not isinstance(t, numbers.Real) or math.isnan(float(t)):
+                raise ValueError(f"t must be a real number, +inf or a tensor (n,), got {t!r}")
+            t = float(t)
+        self.t = t
+        self.delta = None if delta is None else check_delta(delta)
+        self.residual_options = {"grid_size": int(grid_size)}
+        if max_crossings is not None:
+            self.residual_options["max_crossings"] = int(max_crossings)
+
+    def policy_for(self, K: int):
+        """``(t, weights)`` used for ``K`` children (host values)."""
+        if self._w is not None:
+            return self.t, self._w
+        return _optimal_threshold(check_K(K), float(self.delta))
+
+    def expected_acceptance(self, K, delta):
+        from ..optimize.policies import threshold_acceptance
+        K, delta = check_K(K), check_delta(delta)
+        t, w = self.policy_for(K)
+        if isinstance(t, torch.Tensor):
+            return None
+        return float(threshold_acceptance(K, delta, t, w))
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
+        n, K, dtype, device = batch.n, batch.K, batch.dtype, batch.device
+        u = batch.uniform(n, 3)
+        t, w = self.policy_for(K)
+        w = torch.as_tensor(w, dtype=dtype, device=device).expand(n, K).contiguous()
+        if isinstance(t, torch.Tensor):
+            if t.device != device or tuple(t.shape) not in ((), (n,)):
+                raise ValueError(f"t must be a tensor of shape (n,) = {(n,)} on {device}")
+            t_rows = t.to(dtype).expand(n)
+        else:
+            t_rows = torch.full((n,), t, dtype=dtype, device=device)
+        rank_child, order = _select_rank(batch, w, u[:, 0])
+        top = order[:, -1]
+        above = batch.s.gather(1, top[:, None])[:, 0] >= t_rows
+        child = torch.where(above, top, rank_child)
+        law = _math.threshold_law(w, t_rows)
+        accepted, new_s = _accept_and_correct(batch, law, child, u[:, 1], u[:, 2], self.residual_options)
+        return finish(batch, child, accepted, new_s)
+
+
+def threshold(t=None, weights=None, K=None, delta=None, grid_size: int = 80, max_crossings=None) -> ThresholdVerifier:
+    """Torch verifier of the threshold-rank policy. See :class:`ThresholdVerifier`."""
+    return ThresholdVerifier(t, weights, K, delta, grid_size, max_crossings)
+
+
+# --------------------------------------------------------------------------------------------
+# Resample
+# --------------------------------------------------------------------------------------------
+
+class ResampleVerifier(_TorchVerifier):
+    """Ignore the drafts: ``mu_target + sigma N(0, I_d)`` per row, never accepts.
+
+    Random numbers: ``torch.randn((n, d))`` in the children's dtype.
+    """
+
+    name = "resample"
+
+    def expected_acceptance(self, K, delta):
+        check_K(K)
+        check_delta(delta)
+        return 0.0
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        z = torch.randn(batch.n, batch.d, generator=batch.generator, dtype=batch.dtype, device=batch.device)
+        states = mu_target + batch.sigma[:, None] * z
+        accepted = torch.zeros(batch.n, dtype=torch.bool, device=batch.device)
+        index = torch.full((batch.n,), -1, dtype=torch.int64, device=batch.device)
+        return TorchVerifierResult(states, accepted, index)
+
+
+def resample() -> ResampleVerifier:
+    """Torch verifier that samples the target kernel directly. See :class:`ResampleVerifier`."""
+    return ResampleVerifier()
