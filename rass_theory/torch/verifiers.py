@@ -82,15 +82,23 @@ def _accept_and_correct(batch, law, child, u_accept, u_resid, residual_options):
     d = batch.delta_safe
     log_ratio = _math.log_phi(s_sel - d[:, None]) - law.logpdf(s_sel)
     accepted = (torch.log(u_accept) < log_ratio[:, 0]) | batch.degenerate
+    return accepted, _residual_where_rejected(batch, law, accepted, child, u_resid, residual_options)
+
+
+def _residual_where_rejected(batch, law, accepted, child, u_resid, residual_options):
+    """Residual draws ``s'`` (n,), meaningful on rejected rows (others hold the selected ``s``).
+
+    On CUDA every row is computed (no synchronisation); on the CPU, where indexing costs no
+    device synchronisation, only the rejected rows are.
+    """
+    d = batch.delta_safe
     if batch.device.type == "cpu":
-        # on the CPU indexing is free of device synchronisation: work on the rejected rows only
         rows = torch.nonzero(~accepted)[:, 0]
         new_s = batch.s.gather(1, child[:, None])[:, 0].clone()
         if rows.numel():
             new_s[rows] = _blocked_residual(law.subset(rows), d[rows], u_resid[rows], residual_options)
-    else:
-        new_s = _blocked_residual(law, d, u_resid, residual_options)
-    return accepted, new_s
+        return new_s
+    return _blocked_residual(law, d, u_resid, residual_options)
 
 
 def _blocked_residual(law, delta, u, options, block: int = 16384):
