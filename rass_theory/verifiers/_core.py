@@ -188,7 +188,12 @@ def finish(batch: NodeBatch, chosen: np.ndarray, accepted: np.ndarray, new_s: np
     """
     n = batch.n
     rows = np.arange(n)
-    states = batch.children[rows, chosen]  # fancy indexing copies: (n, d)
+    ch = batch.children
+    if ch.flags.c_contiguous:
+        # one take along the flattened (n*K) axis: the copy of each chosen row, bit for bit
+        states = np.take(ch.reshape(-1, ch.shape[2]), rows * ch.shape[1] + chosen, axis=0)
+    else:
+        states = ch[rows, chosen]  # fancy indexing copies: (n, d)
     if rejected_rows is None:
         rejected_rows = np.flatnonzero(~accepted)
     if rejected_rows.size:

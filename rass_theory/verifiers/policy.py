@@ -8,7 +8,7 @@ import numpy as np
 from .._validation import check_delta, check_K
 from ._base import BuiltinVerifier
 from ._core import draw_uniforms, finish, prepare
-from ._residual import policy_shared_residual
+from ._residual import MAX_SHARED_LAWS, policy_shared_residual
 from .rass import fresh_orthogonal
 
 __all__ = ["PolicyVerifier", "policy", "threshold"]
@@ -145,8 +145,13 @@ class PolicyVerifier(BuiltinVerifier):
             if rej.any():
                 d_rej = delta[rej]
                 u_rej = u[rows[rej], 1]
-                if np.all(d_rej == d_rej[0]) and d_rej.size > 1:
-                    new_s = self._shared(pol, float(d_rej[0])).sample(u_rej)
+                values, inverse = np.unique(d_rej, return_inverse=True)
+                if values.size <= MAX_SHARED_LAWS:
+                    inverse = inverse.reshape(-1)
+                    new_s = np.empty(d_rej.size)
+                    for j, v in enumerate(values):
+                        sel = inverse == j
+                        new_s[sel] = self._shared(pol, float(v)).sample(u_rej[sel])
                 else:
                     new_s = exact_batch.sample_residual_generic(_per_row(pol.selected_logpdf, d_rej),
                                                                 _per_row(pol.selected_cdf, d_rej), d_rej, u_rej)

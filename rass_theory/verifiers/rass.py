@@ -9,7 +9,7 @@ from ._core import draw_uniforms, finish, prepare
 from ._residual import draw_rass_residual
 from ._weights import check_row_weights, describe_weights, resolve_weights
 
-__all__ = ["RASSVerifier", "rass", "select_rank", "fresh_orthogonal"]
+__all__ = ["RASSVerifier", "rass", "select_rank", "fresh_orthogonal", "log_selected_ratio"]
 
 _RESIDUALS = ("inverse", "rejection")
 _ORTHOGONAL = ("selected", "fresh")
@@ -39,6 +39,41 @@ def select_rank(s: np.ndarray, weights: np.ndarray, u: np.ndarray):
     order = np.argsort(s, axis=1)
     child = order[np.arange(n), rank]
     return child, rank
+
+
+def log_selected_ratio(weights: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``log(g_w(s) / phi(s))`` per row for rank weights ``(K,)`` or ``(n, K)``.
+
+    Notes
+    -----
+    ``g_w(s)/phi(s) = sum_j w_j K binom(K-1, j) p^j q^(K-1-j)`` with ``p = Phi(s)``,
+    ``q = Phi(-s)`` (both from ``ndtr``, so neither tail cancels).  All terms are non-negative,
+    so the sum has relative accuracy ``~K eps``; rows where it falls below ``1e-250`` (far tails,
+    large ``K``) are recomputed in log space by :func:`rass_theory.exact.batch.selected_logpdf`.
+    """
+    from scipy.special import comb, ndtr
+
+    n = s.shape[0]
+    K = weights.shape[-1]
+    j = np.arange(K)
+    coef = weights * (K * comb(K - 1, j))
+    p, q = ndtr(s), ndtr(-s)
+    total = np.zeros(n)
+    for jj in range(K):
+        c = coef[..., jj]
+        if weights.ndim == 1 and c == 0.0:
+            continue
+        total += c * p ** jj * q ** (K - 1 - jj)
+    with np.errstate(divide="ignore"):
+        out = np.log(total)
+    tiny = total < 1e-250
+    if np.any(tiny):
+        from ..exact import batch as exact_batch
+
+        w_t = weights[tiny] if weights.ndim == 2 else weights
+        log_phi = -0.5 * s[tiny] ** 2 - 0.5 * np.log(2 * np.pi)
+        out[tiny] = exact_batch.selected_logpdf(w_t, np.zeros(int(tiny.sum())), s[tiny]) - log_phi
+    return out
 
 
 def fresh_orthogonal(rng: np.random.Generator, n: int, direction: np.ndarray) -> np.ndarray:
@@ -79,13 +114,18 @@ class RASSVerifier(BuiltinVerifier):
             raise ValueError(f"residual must be one of {_RESIDUALS}, got {residual!r}")
         if orthogonal not in _ORTHOGONAL:
             raise ValueError(f"orthogonal must be one of {_ORTHOGONAL}, got {orthogonal!r}")
+        if weights is None:
+            weights = "optimal"
         if isinstance(weights, str):
             if weights not in ("optimal", "uniform"):
                 raise ValueError(f"weights must be 'optimal', 'uniform', an array of shape (K,) or a callable, "
                                  f"got {weights!r}")
         elif not callable(weights):
             w = np.asarray(weights, dtype=np.float64)
-            weights = check_row_weights(w, w.size if w.ndim == 1 else -1, 0, "weights")
+            if w.ndim != 1:
+                raise ValueError(f"weights must be 'optimal', 'uniform', a callable or an array of shape (K,), "
+                                 f"got shape {w.shape}")
+            weights = check_row_weights(w, w.size, 0, "weights")
             self.K = weights.size
         self.weights = weights
         self.residual = residual
@@ -112,6 +152,7 @@ class RASSVerifier(BuiltinVerifier):
         from ..exact import batch as exact_batch
 
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
+        # (exact_batch supplies the rejection residual sampler)
         n, K = batch.n, batch.K
         u = draw_uniforms(batch, 3)
         fresh = fresh_orthogonal(batch.rng, n, batch.frame.direction) if self.orthogonal == "fresh" else None
@@ -127,7 +168,8 @@ class RASSVerifier(BuiltinVerifier):
         w = resolve_weights(self.weights, K, delta)
         child, _ = select_rank(s, w, u[live, 0])
         s_sel = s[np.arange(live.size), child]
-        log_ratio = exact_batch.target_logpdf(delta, s_sel) - exact_batch.selected_logpdf(w, delta, s_sel)
+        # log f/g_w = log f/phi - log g_w/phi = delta s - delta^2/2 - log(g_w/phi)
+        log_ratio = delta * s_sel - 0.5 * delta * delta - log_selected_ratio(w, s_sel)
         take = np.log(u[live, 1]) < log_ratio
         chosen[live] = child
         accepted[live] = take
@@ -150,8 +192,8 @@ def rass(weights="optimal", residual: str = "inverse", orthogonal: str = "select
 
     Parameters
     ----------
-    weights : "optimal" (default), "uniform", array (K,), or callable ``(delta, K) -> weights``
-        Rank weights, ascending ranks.  ``"optimal"`` solves ``optimal_rank_weights(K, delta)``
+    weights : "optimal" (default; ``None`` means the same), "uniform", array (K,), or callable
+        ``(delta, K) -> weights``.  Rank weights, ascending ranks.  ``"optimal"`` solves ``optimal_rank_weights(K, delta)``
         when the batch has one ``delta`` and uses ``optimal_weights_interpolator(K)`` for
         per-row deltas.  Exactness holds for any weights; only the acceptance depends on them.
     residual : {"inverse", "rejection"}
