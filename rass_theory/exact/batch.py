@@ -589,11 +589,18 @@ def _rass_brackets(w, delta, half_width, spacing):
     """
     n = delta.shape[0]
     K = w.shape[-1]
-    w, _ = weight_parts(w)
+    w, v = weight_parts(w)
     lo = -half_width
     hi = max(half_width, float(delta.max()) + half_width) if n else half_width
-    m = int(np.ceil((hi - lo) / spacing)) + 1
-    s = np.linspace(lo, hi, m)
+    d_lo = float(delta.min()) - half_width if n else lo
+    if d_lo > half_width + spacing:
+        # two windows [-L, L] and [min delta - L, max delta + L]; between them both densities
+        # are below Phi(-L) and only one bracketing cell is kept
+        s = np.concatenate([np.linspace(lo, half_width, int(np.ceil(2 * half_width / spacing)) + 1),
+                            np.linspace(d_lo, hi, int(np.ceil((hi - d_lo) / spacing)) + 1)])
+    else:
+        s = np.linspace(lo, hi, int(np.ceil((hi - lo) / spacing)) + 1)
+    m = s.shape[0]
     col_block = max(1, (1 << 22) // K)
     row_chunk = max(1, (1 << 22) // m)
 
@@ -607,12 +614,20 @@ def _rass_brackets(w, delta, half_width, spacing):
     first_positive = np.empty(n, dtype=bool)
     shared = w.ndim == 1
     blocks = [slice(c0, min(m, c0 + col_block)) for c0 in range(0, m, col_block)]
+
+    def log_ratio_block(bb, sc, wr, vr):
+        """``log(g/phi)``: ``log1p`` of the excess ``e^sc (bb v)`` (exact 0 for uniform weights)
+        where ``g > phi/2``, else ``log(bb w) + sc``."""
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            ex = np.exp(sc) * (vr @ bb.T)
+            lr = np.where(ex > -0.5, np.log1p(np.maximum(ex, -0.5)), np.log(wr @ bb.T) + sc)
+        return lr
+
     if shared:
         lr_shared = np.empty(m)
         for sl in blocks:
             bb, sc = basis_block(sl)
-            with np.errstate(divide="ignore"):
-                lr_shared[sl] = np.log(bb @ w) + sc
+            lr_shared[sl] = log_ratio_block(bb, sc, w[None, :], v[None, :])[0]
     elif len(blocks) == 1:
         cached = basis_block(blocks[0])
     for start in range(0, n, row_chunk):
@@ -624,8 +639,7 @@ def _rass_brackets(w, delta, half_width, spacing):
             lr = np.empty((stop - start, m))
             for sl in blocks:
                 bb, sc = cached if len(blocks) == 1 else basis_block(sl)
-                with np.errstate(divide="ignore"):
-                    lr[:, sl] = np.log(w[start:stop] @ bb.T) + sc[None, :]
+                lr[:, sl] = log_ratio_block(bb, sc[None, :], w[start:stop], v[start:stop])
         h = d * s[None, :] - 0.5 * d * d - lr
         pos = h > 0
         first_positive[start:stop] = pos[:, 0]
@@ -663,7 +677,7 @@ def residual_intervals(weights, delta, *, half_width: float = DEFAULT_HALF_WIDTH
     d = _check_delta(delta)
     if w.ndim == 2 and w.shape[0] != d.shape[0]:
         raise ValueError(f"weights must have n = {d.shape[0]} rows to match delta, got {w.shape[0]}")
-    return _rass_intervals(w, d, half_width, spacing)
+    return _rass_intervals(w, d, half_width, spacing)[0]
 
 
 def _rass_intervals(w, d, half_width, spacing):
