@@ -79,8 +79,22 @@ def speed(quick):
               f"ratio {t_ours / t_base:5.2f}  acc ours {ours.acceptance:.15f} (gap {ours.gap:.1e})  "
               f"acc baseline {acc_b:.15f}  baseline loss {ours.acceptance - acc_b:.2e}  [{ours.solver}]")
     r = np.array([x[1] / x[2] for x in rows])
-    print(f"warm ours/baseline time ratio: median {np.median(r):.2f}, max {r.max():.2f}; "
-          f"baseline acceptance loss: max {max(x[3] - x[4] for x in rows):.2e}")
+    print(f"warm (far from solved deltas) ours/baseline time ratio: median {np.median(r):.2f}, "
+          f"max {r.max():.2f}; baseline acceptance loss: max {max(x[3] - x[4] for x in rows):.2e}")
+    # sweep: each new delta 0.01 beyond the last solved one (a plot or a table)
+    ratios = []
+    for d in np.round(1.50 + 0.01 * np.arange(1, 8 if not quick else 4), 2):
+        t0 = time.perf_counter()
+        ours = rt.optimal_rank_weights(8, float(d))
+        t_ours = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        baseline_lp(8, float(d))
+        t_base = time.perf_counter() - t0
+        ratios.append(t_ours / t_base)
+        print(f"  sweep delta={d:.2f}  ours {1e3 * t_ours:7.1f} ms  baseline {1e3 * t_base:7.1f} ms  "
+              f"gap {ours.gap:.1e}  [{ours.solver}]")
+    print(f"warm (sweep step 0.01) ours/baseline time ratio: median {np.median(ratios):.2f}, "
+          f"max {max(ratios):.2f}")
 
 
 def accuracy(quick):

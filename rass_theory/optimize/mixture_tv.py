@@ -332,15 +332,17 @@ def evaluate_tv(
     H = None
     if hessian:
         H = np.zeros((J, J))
-        for k, c in crossings:
-            seg = segments[k]
+        for k, seg in enumerate(segments):
+            cs = np.array([c for kk, c in crossings if kk == k])
+            if cs.size == 0:
+                continue
             rfun, scale = sign_funs[k]
-            eta = 1e-6 * (1.0 + abs(c))
-            rr = rfun(np.array([c - eta, c + eta]))
-            slope = abs(rr[1] - rr[0]) / (2 * eta)
-            bc = np.exp(seg.log_components(np.array([c]))[0])
-            denom = max(float(scale(np.array([c]))[0]) * slope, 1e-300)
-            H -= np.outer(bc, bc) / denom
+            eta = 1e-6 * (1.0 + np.abs(cs))
+            rr = rfun(np.concatenate([cs - eta, cs + eta]))
+            slope = np.abs(rr[cs.size:] - rr[: cs.size]) / (2 * eta)
+            bc = np.exp(seg.log_components(cs))
+            denom = np.maximum(scale(cs) * slope, 1e-300)
+            H -= (bc / denom[:, None]).T @ bc
     return TVEvaluation(
         acceptance=acceptance,
         tv=tv,

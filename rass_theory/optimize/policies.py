@@ -245,7 +245,7 @@ class ThresholdPolicyResult:
     rass_acceptance: float
 
 
-def optimal_threshold_policy(K, delta, *, n_grid: int = 21) -> ThresholdPolicyResult:
+def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6) -> ThresholdPolicyResult:
     """Best threshold-rank policy: exact convex program in ``w'``, bracketed search in ``t``.
 
     Parameters
@@ -253,7 +253,9 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 21) -> ThresholdPolicyRe
     K : int
     delta : float
     n_grid : int
-        Points of the initial ``t`` grid on ``[-1, delta + 3]``.
+        Points of the initial ``t`` grid on ``[-3, delta + 3]``.
+    xtol : float
+        Width of the final golden-section bracket in ``t``.
 
     Notes
     -----
@@ -280,7 +282,7 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 21) -> ThresholdPolicyRe
             start["w"] = w
         return cache[t][0]
 
-    ts = np.linspace(-1.0, delta + 3.0, n_grid)
+    ts = np.linspace(-3.0, delta + 3.0, n_grid)
     vals = np.array([a(t) for t in ts])
     # local maxima of the grid (ends included), each refined by golden section
     cand = [i for i in range(n_grid)
@@ -293,7 +295,7 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 21) -> ThresholdPolicyRe
         x2 = lo + invphi * (hi - lo)
         f1, f2 = a(x1), a(x2)
         for _ in range(40):
-            if hi - lo < 1e-6:
+            if hi - lo < xtol:
                 break
             if f1 >= f2:
                 hi, x2, f2 = x2, x1, f1

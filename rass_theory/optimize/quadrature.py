@@ -151,6 +151,7 @@ def exchange_lp(
     tol: float = 1e-8,
     max_iter: int = 6,
     spacing: float = 0.04,
+    seed_crossings: np.ndarray | None = None,
 ) -> ExchangeResult:
     """Cell LP with boundaries moved onto the crossings of the current weights (P4.5).
 
@@ -162,16 +163,18 @@ def exchange_lp(
     J = segments[0].n_components
     base = np.linspace(lp_range[0], lp_range[1], n_base)
     ends = [s.lo for s in segments[1:]]
-    n_cells_max = n_base + len(ends) + 11 * (J + 4) + 2
+    n_cells_max = n_base + len(ends) + 11 * (2 * J + 8) + 2
     lp = _cell_lp(n_cells_max, J)
     offsets = np.array([1e-1, 3e-2, 1e-2, 3e-3, 1e-3])
     crossings = np.zeros(0)
-    if w_start is not None:
+    if seed_crossings is not None and np.size(seed_crossings):
+        crossings = np.unique(np.asarray(seed_crossings, dtype=np.float64))
+    elif w_start is not None:
         crossings = evaluate_tv(segments, w_start, delta, window=window, spacing=spacing, hessian=False).crossings
     best = None
     it = 0
     for it in range(1, max_iter + 1):
-        cr = crossings[: J + 4]
+        cr = crossings[: 2 * J + 8]
         extra = (cr[:, None] + np.concatenate([offsets, -offsets])[None, :]).ravel()
         xs = np.unique(np.concatenate([[-np.inf, np.inf], base, ends, cr, extra]))
         rhs, basis = cell_masses(segments, delta, xs)
@@ -201,6 +204,8 @@ def solve_weights(
     gap_target: float = 1e-9,
     warm_iter: int = 3,
     lp_tol: float = 1e-6,
+    seed_crossings: np.ndarray | None = None,
+    try_newton_first: bool = True,
 ):
     """Maximise the exact acceptance over the simplex for a mixture family; certify it.
 
@@ -216,17 +221,23 @@ def solve_weights(
         return _ev(segments, w, delta, window=window, spacing=spacing, hessian=True)
 
     pol, name, lp_bound = None, "", -np.inf
-    if w_start is not None:
+    if w_start is not None and try_newton_first:
         pol = maximize_acceptance(evaluate, w_start, rtol=1e-12, max_iter=warm_iter, max_backtrack=3)
         name = f"exact-Newton({start_name} start)"
-    if pol is None or not (pol.converged and pol.gap <= gap_target):
+    # the exchange LP in two stages: a loose one (often one or two LPs when seeded with good
+    # crossings) handed to Newton, and a tight one only if Newton did not certify
+    for stage_tol, newton_iter in ((max(lp_tol, 1e-5), 10), (lp_tol * 1e-2, 60)):
+        if pol is not None and pol.converged and pol.gap <= gap_target:
+            break
         ex = exchange_lp(segments, delta, window=window, lp_range=lp_range,
-                         w_start=None if pol is None else pol.weights, tol=lp_tol, spacing=spacing)
-        lp_bound = ex.lower_bound
-        pol2 = maximize_acceptance(evaluate, ex.weights, rtol=1e-12, max_iter=60)
+                         w_start=w_start if pol is None else pol.weights, tol=stage_tol,
+                         spacing=spacing, seed_crossings=seed_crossings)
+        lp_bound = max(lp_bound, ex.lower_bound)
+        pol2 = maximize_acceptance(evaluate, ex.weights, rtol=1e-12, max_iter=newton_iter)
         if pol is None or pol2.gap < pol.gap:
             pol = pol2
         name = f"{ex.solver}-cell-LP(x{ex.iterations})+exact-Newton"
+        seed_crossings = pol.evaluation.crossings
     tv = pol.evaluation.tv
     gap = min(pol.gap, max(tv - lp_bound, 0.0)) if np.isfinite(lp_bound) else pol.gap
     return pol, name, gap

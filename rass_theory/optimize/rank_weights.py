@@ -25,6 +25,8 @@ from rass_theory._validation import check_delta, check_K
 
 from .mixture_tv import (
     TVEvaluation,
+    certified_gap,
+    fw_gap,
     default_window,
     evaluate_tv,
     log_phi,
@@ -152,7 +154,11 @@ class OptimalWeightsResult:
     solver : str
         How the weights were obtained.
     iterations : int
-        Exact Newton iterations.
+        Exact Newton iterations (or continuation steps).
+    crossings : ndarray
+        Crossing points of ``f`` and ``g_w``.
+    left_in_A : bool
+        Whether ``(-inf, crossings[0])`` lies in ``{f > g_w}`` (the sign pattern).
     """
 
     K: int
@@ -166,6 +172,7 @@ class OptimalWeightsResult:
     solver: str
     iterations: int = 0
     crossings: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    left_in_A: bool = False
 
 
 def grid_spacing(K: int) -> float:
@@ -185,31 +192,46 @@ def lp_range(K: int, delta: float) -> tuple[float, float]:
 
 
 class _WarmCache:
-    """Solved (delta, weights) pairs per K; start = linear interpolation between neighbours."""
+    """Solved (delta, weights, crossings) per K, for warm starts of later calls."""
 
     def __init__(self, max_size: int = 512):
         self.max_size = max_size
-        self._d: dict[int, dict[float, np.ndarray]] = {}
+        self._d: dict[int, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
 
-    def add(self, K: int, delta: float, w: np.ndarray) -> None:
+    def add(self, K: int, delta: float, w: np.ndarray, crossings: np.ndarray, left_in_A: bool) -> None:
         d = self._d.setdefault(K, {})
         if len(d) >= self.max_size:
             d.pop(next(iter(d)))
-        d[float(delta)] = np.array(w, dtype=np.float64)
+        d[float(delta)] = (np.array(w, dtype=np.float64), np.array(crossings, dtype=np.float64),
+                           bool(left_in_A))
+
+    def nearest(self, K: int, delta: float):
+        """``(delta_nb, weights, crossings, left_in_A)`` of the nearest solved delta, or None."""
+        d = self._d.get(K)
+        if not d:
+            return None
+        k = min(d, key=lambda x: abs(x - delta))
+        return (k,) + d[k]
 
     def start(self, K: int, delta: float):
+        """``(weights, seed_crossings, distance)`` from the solved neighbours, or ``None``.
+
+        Weights are interpolated linearly between the bracketing neighbours; the seed
+        crossings are the union of the neighbours' crossings (the exchange LP flanks each by
+        cells down to 1e-3, so crossings that moved a little are still resolved).
+        """
         d = self._d.get(K)
         if not d:
             return None
         keys = np.array(sorted(d))
         i = int(np.searchsorted(keys, delta))
-        if i == 0:
-            return d[keys[0]] if keys[0] <= 2 * delta + 0.5 else None
-        if i == keys.size:
-            return d[keys[-1]] if delta <= 2 * keys[-1] + 0.5 else None
+        if i == 0 or i == keys.size:
+            k = keys[0] if i == 0 else keys[-1]
+            return d[k][0], d[k][1], abs(delta - k)
         lo, hi = keys[i - 1], keys[i]
         t = (delta - lo) / (hi - lo)
-        return (1 - t) * d[lo] + t * d[hi]
+        w = (1 - t) * d[lo][0] + t * d[hi][0]
+        return w, np.concatenate([d[lo][1], d[hi][1]]), min(delta - lo, hi - delta)
 
 
 _WARM = _WarmCache()
@@ -238,22 +260,73 @@ def _closed_form_uniform(K: int, delta: float, status: str, solver: str) -> Opti
     )
 
 
-def _solve(K: int, delta: float, w_start=None, start_name: str = "warm") -> OptimalWeightsResult:
+def _left_in_A(ev: TVEvaluation) -> bool:
+    return bool(ev.intervals.shape[0] and ev.intervals[0, 0] == -np.inf)
+
+
+def _kkt_continuation(K: int, delta: float, nb) -> OptimalWeightsResult | None:
+    """Newton on the KKT system from a solved neighbour, in a few delta steps (P4.7)."""
+    from .kkt import kkt_newton
+
+    d0, w, c, left = nb
+    seg = _segment(K)
+    n_steps = int(min(max(np.ceil(abs(delta - d0) / 0.25), 1), 8))
+    for d in np.linspace(d0, delta, n_steps + 1)[1:]:
+        w_new = kkt_newton(seg, float(d), w, c, left)
+        if w_new is None:
+            return None
+        if d != delta:
+            ev = evaluate_tv([seg], w_new, float(d), window=default_window(d, K),
+                             spacing=grid_spacing(K), hessian=False)
+            if ev.crossings.size != c.size or _left_in_A(ev) != left:
+                return None
+            w, c = w_new, ev.crossings
+    ev = evaluate_tv([seg], w_new, delta, window=default_window(delta, K),
+                     spacing=grid_spacing(K), hessian=False)
+    gap = min(fw_gap(ev, w_new), certified_gap(ev, w_new))
+    if gap > _GAP_TARGET:
+        return None
+    return OptimalWeightsResult(
+        K=K, delta=delta, weights=w_new, acceptance=ev.acceptance, tv=ev.tv, gap=gap,
+        lower_bound=max(ev.tv - gap, 0.0), status="optimal",
+        solver=f"KKT-Newton(continuation from delta={d0:g}, {n_steps} step(s))",
+        iterations=n_steps, crossings=ev.crossings, left_in_A=_left_in_A(ev),
+    )
+
+
+def _top_vertex(K: int, delta: float) -> OptimalWeightsResult | None:
+    """The top rank alone, if its certificate is within 1e-12 of the acceptance (large delta)."""
+    w = np.eye(K)[K - 1]
+    ev = evaluate_tv([_segment(K)], w, delta, window=default_window(delta, K),
+                     spacing=grid_spacing(K), hessian=False)
+    gap = min(fw_gap(ev, w), certified_gap(ev, w))
+    if gap > 1e-12 * ev.acceptance:
+        return None
+    return OptimalWeightsResult(
+        K=K, delta=delta, weights=w, acceptance=ev.acceptance, tv=ev.tv, gap=gap,
+        lower_bound=max(ev.tv - gap, 0.0), status="optimal", solver="top-rank vertex (certified)",
+        iterations=0, crossings=ev.crossings, left_in_A=_left_in_A(ev),
+    )
+
+
+def _solve(K: int, delta: float, w_start=None, start_name: str = "warm",
+           seed_crossings=None, near: bool = True) -> OptimalWeightsResult:
     from .quadrature import solve_weights
 
     if w_start is None and delta >= 2.0:
         # large delta: the top rank is the usual optimum; one exact evaluation certifies it
-        w_start, start_name = np.eye(K)[K - 1], "top-rank"
+        w_start, start_name, near = np.eye(K)[K - 1], "top-rank", True
     pol, name, gap = solve_weights(
         [_segment(K)], delta, window=default_window(delta, K), lp_range=lp_range(K, delta),
         spacing=grid_spacing(K), w_start=w_start, start_name=start_name, gap_target=_GAP_TARGET,
+        seed_crossings=seed_crossings, try_newton_first=near,
     )
     ev = pol.evaluation
     status = "optimal" if (pol.converged or gap <= _GAP_TARGET) else "inaccurate"
     return OptimalWeightsResult(
         K=K, delta=delta, weights=pol.weights, acceptance=ev.acceptance, tv=ev.tv, gap=gap,
         lower_bound=max(ev.tv - gap, 0.0), status=status, solver=name,
-        iterations=pol.iterations, crossings=ev.crossings,
+        iterations=pol.iterations, crossings=ev.crossings, left_in_A=_left_in_A(ev),
     )
 
 
@@ -300,9 +373,20 @@ def optimal_rank_weights(K, delta) -> OptimalWeightsResult:
         return _closed_form_uniform(1, delta, "trivial", "closed-form")
     if delta <= DEGENERATE_DELTA:
         return _closed_form_uniform(K, delta, "degenerate", "closed-form")
-    res = _solve(K, delta, _WARM.start(K, delta))
+    res = _top_vertex(K, delta) if delta >= 2.0 else None
+    nb = _WARM.nearest(K, delta)
+    if res is None and nb is not None:
+        res = _kkt_continuation(K, delta, nb)
+    if res is None:
+        start = _WARM.start(K, delta)
+        if start is None:
+            res = _solve(K, delta)
+        else:
+            w0, seeds, dist = start
+            # the continuation failed: the structure changed, so local Newton would waste time
+            res = _solve(K, delta, w0, "cached-neighbour", seeds, near=False)
     if res.status == "optimal":
-        _WARM.add(K, delta, res.weights)
+        _WARM.add(K, delta, res.weights, res.crossings, res.left_in_A)
     return res
 
 
@@ -426,10 +510,16 @@ class OptimalWeightsInterpolator:
                 res = _closed_form_uniform(K, float(d), "degenerate", "closed-form")
             else:
                 # a private warm chain: the grid never depends on what was solved before
-                res = _solve(K, float(d), prev, "grid-neighbour")
+                res = None
+                if prev is not None and prev.status == "optimal" and prev.delta > DEGENERATE_DELTA:
+                    res = _kkt_continuation(K, float(d), (prev.delta, prev.weights, prev.crossings,
+                                                           prev.left_in_A))
+                if res is None:
+                    res = _solve(K, float(d), None if prev is None else prev.weights, "grid-neighbour",
+                                 None if prev is None else prev.crossings, near=False)
             W[i] = res.weights
             acc[i] = res.acceptance
-            prev = res.weights
+            prev = res
         self.weights = W
         self.weights.setflags(write=False)
         self.acceptance = acc
