@@ -88,6 +88,7 @@ class TestValues:
                 assert rejection_probability("rass", K, d, weights=w) == pytest.approx(
                     rejection_probability("rmc", 1, d), rel=1e-9)
 
+    @pytest.mark.slow  # the policy optimisation takes ~10-30 s cold
     def test_threshold_rule(self):
         pytest.importorskip("rass_theory.optimize.policies")
         a = rt.acceptance("threshold", 4, 1.0)
