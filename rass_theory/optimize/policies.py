@@ -205,7 +205,7 @@ def _inner(K: int, delta: float, t: float, w_start=None):
         lp_range=(-top - 5.0, max(delta, top) + 5.0), spacing=grid_spacing(K),
         w_start=w_start, start_name="neighbour", gap_target=1e-9,
     )
-    return pol.evaluation.acceptance, pol.weights, gap
+    return pol.evaluation.acceptance, pol.weights, gap, pol.evaluation.tv
 
 
 def threshold_acceptance(K, delta, t, weights) -> float:
@@ -235,6 +235,8 @@ class ThresholdPolicyResult:
         1-D search over ``t`` is not certified).
     rass_acceptance : float
         Optimal RASS acceptance (``t = inf``), for comparison.
+    tv : float
+        ``TV(g, f) = 1 - acceptance``, summed directly.
     """
 
     policy: ThresholdRankPolicy
@@ -243,6 +245,7 @@ class ThresholdPolicyResult:
     weights: np.ndarray
     gap: float
     rass_acceptance: float
+    tv: float
 
 
 def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6) -> ThresholdPolicyResult:
@@ -270,15 +273,16 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6) 
     rass = optimal_rank_weights(K, delta)
     if K == 1 or delta <= np.sqrt(np.finfo(float).eps):
         pol = ThresholdRankPolicy(K, np.inf, rass.weights)
-        return ThresholdPolicyResult(pol, rass.acceptance, np.inf, rass.weights, rass.gap, rass.acceptance)
+        return ThresholdPolicyResult(pol, rass.acceptance, np.inf, rass.weights, rass.gap,
+                                     rass.acceptance, rass.tv)
     cache: dict[float, tuple] = {}
     start = {"w": rass.weights}
 
     def a(t):
         t = float(t)
         if t not in cache:
-            acc, w, gap = _inner(K, delta, t, start["w"])
-            cache[t] = (acc, w, gap)
+            cache[t] = _inner(K, delta, t, start["w"])
+            w = cache[t][1]
             start["w"] = w
         return cache[t][0]
 
@@ -306,8 +310,8 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6) 
                 x2 = lo + invphi * (hi - lo)
                 f2 = a(x2)
     t_best = max(cache, key=lambda t: cache[t][0])
-    acc, w, gap = cache[t_best]
+    acc, w, gap, tv = cache[t_best]
     if rass.acceptance >= acc:
-        t_best, acc, w, gap = np.inf, rass.acceptance, rass.weights, rass.gap
+        t_best, acc, w, gap, tv = np.inf, rass.acceptance, rass.weights, rass.gap, rass.tv
     policy = ThresholdRankPolicy(K, t_best, w)
-    return ThresholdPolicyResult(policy, acc, t_best, np.asarray(w), gap, rass.acceptance)
+    return ThresholdPolicyResult(policy, acc, t_best, np.asarray(w), gap, rass.acceptance, tv)

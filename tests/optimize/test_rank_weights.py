@@ -183,3 +183,12 @@ class TestWarmStarts:
         # between 0.72 and 0.8 the crossing pattern changes (9 -> 7 crossings): the KKT zero
         # of the old structure is not certified, so the continuation must decline
         assert _kkt_continuation(8, 0.8, (0.7, base.weights, base.crossings, base.left_in_A)) is None
+
+
+class TestAgainstTheoryA:
+    @pytest.mark.parametrize("K,delta", [(3, 0.4), (5, 1.3)])
+    def test_matches_exact_rass_acceptance(self, K, delta):
+        rass = pytest.importorskip("rass_theory.exact.rass")
+        res = optimal_rank_weights(K, delta)
+        assert abs(res.acceptance - rass.rass_acceptance(res.weights, delta)) < 1e-12
+        assert abs(res.tv - rass.rass_tv(res.weights, delta)) < 1e-12
