@@ -9,7 +9,8 @@ from rass_theory.exact import normal as nm
 def _mp_mass(a, b):
     """Phi(b) - Phi(a) at 60 digits, using upper tails when a > 0 (no cancellation)."""
     with mp.workdps(60):
-        a, b = mp.mpf(float(a)), mp.mpf(float(b))
+        a = a if isinstance(a, mp.mpf) else mp.mpf(float(a))
+        b = b if isinstance(b, mp.mpf) else mp.mpf(float(b))
         return float(mp.ncdf(-a) - mp.ncdf(-b)) if a > 0 else float(mp.ncdf(b) - mp.ncdf(a))
 
 
@@ -37,7 +38,9 @@ class TestShiftDifference:
         xs = np.array([-20.0, -3.0, 0.0, delta / 2, 2.0, 20.0])
         got = nm.shift_difference(xs, delta)
         for x, g in zip(xs, got):
-            ref = -_mp_mass(x - delta, x)
+            with mp.workdps(60):
+                lo = mp.mpf(float(x)) - mp.mpf(delta)  # the exact x - delta, not its rounding
+            ref = -_mp_mass(lo, x)
             assert abs(g - ref) <= 1e-13 * abs(ref)
 
     def test_zero_at_infinity(self):
