@@ -157,6 +157,18 @@ def _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance,
     checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
     if backend_options is not None and not isinstance(backend_options, dict):
         raise TypeError(f"backend_options must be a dict, got {type(backend_options).__name__}")
+    if checkpoint is not None:
+        import os
+
+        try:
+            path = os.fspath(checkpoint)
+        except TypeError:
+            raise TypeError(f"checkpoint must be a path, got {type(checkpoint).__name__}") from None
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise ValueError(f"checkpoint directory {parent!r} does not exist")
+        if os.path.isdir(path):
+            raise ValueError(f"checkpoint {path!r} is a directory, expected a file path")
     seed = _seed_entropy(rng)
     exp = resolve_expected_acceptance(verifier, node_probe.K, node_probe.delta, expected_acceptance)
     return HarnessConfig(node_probe.K, node_probe.delta, node_probe.dim, n_samples, alpha, seed, exp,

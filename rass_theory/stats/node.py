@@ -26,6 +26,7 @@ resumed and distributed runs bit-identical to a single sequential run.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -165,10 +166,8 @@ class SyntheticNode:
             directions = np.ascontiguousarray(q.T)
         else:
             directions = np.zeros((0, dim))
-        probs = np.arange(1, n_bins) / n_bins
-        z_edges = special.ndtri(probs)
-        r_edges = stats.chi2.ppf(probs, dim - 1) if dim > 1 else np.zeros(0)
-        for arr in (mu_draft, mu_target, e, directions, z_edges, r_edges):
+        z_edges, r_edges = _edges(n_bins, dim)
+        for arr in (mu_draft, mu_target, e, directions):
             arr.setflags(write=False)
         return cls(K, delta, dim, sigma, mu_draft, mu_target, e, directions, n_bins, N_JOINT_BINS,
                    z_edges, r_edges)
@@ -228,6 +227,17 @@ class SyntheticNode:
         """The parameters that identify the node (for checkpoints)."""
         return {"K": self.K, "delta": repr(self.delta), "dim": self.dim, "sigma": repr(self.sigma),
                 "n_directions": self.n_directions, "n_bins": self.n_bins}
+
+
+@functools.lru_cache(maxsize=64)
+def _edges(n_bins: int, dim: int):
+    """Interior quantiles ``j / n_bins`` of ``N(0, 1)`` and ``chi^2(dim - 1)`` (read-only, cached)."""
+    probs = np.arange(1, n_bins) / n_bins
+    z_edges = special.ndtri(probs)
+    r_edges = stats.chi2.ppf(probs, dim - 1) if dim > 1 else np.zeros(0)
+    z_edges.setflags(write=False)
+    r_edges.setflags(write=False)
+    return z_edges, r_edges
 
 
 def _check_sigma(sigma) -> float:

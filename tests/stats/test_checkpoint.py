@@ -95,3 +95,10 @@ def test_corrupt_checkpoint_is_refused_and_kept(tmp_path, content):
     with pytest.raises(ValueError, match=str(path.name)):
         rt.check_exactness(Named(resample), checkpoint=path, **KW)
     assert path.read_bytes() == content
+
+
+def test_bad_checkpoint_paths(tmp_path):
+    with pytest.raises(ValueError, match="checkpoint directory"):
+        rt.check_exactness(Named(resample), checkpoint=tmp_path / "missing" / "x.npz", **KW)
+    with pytest.raises(ValueError, match="checkpoint"):
+        rt.check_exactness(Named(resample), checkpoint=tmp_path, **KW)
