@@ -9,6 +9,11 @@ the contract checker can expose it.  Every one is wrong in law (or in contract) 
 default cell ``K = 4, delta = 0.5, dim = 8``; ``tests/test_mutants_unit.py`` shows the size of the
 discrepancy for each, analytically or by Monte Carlo.
 
+Bugs that look wrong but are *not* wrong in law are deliberately absent: reconstructing the
+correction with another child's ``z_perp``, with ``-z_perp``, or with fresh projected noise all
+give the target law at a single node (every child's orthogonal part is independent of all the
+``s`` values that drive the decision), so no exactness test can or should reject them.
+
 Statistics referred to below: ``s`` -- goodness of fit of the projection to ``N(delta, 1)``;
 ``r`` -- ``||z_perp||^2`` against ``chi^2(d - 1)``; ``acceptance`` -- the accepted count
 against the exact acceptance of the rule the mutant imitates; ``contract`` -- the contract

@@ -1,6 +1,6 @@
 """Shared machinery of the batched verifiers: input checks, rank-1 projection, rebuilds.
 
-Every verifier follows the same three steps (proof ``P1-rank1``):
+Every verifier follows the same three steps (proof ``P1-rank1-reduction``):
 
 1. validate the node batch and project every child on the node's unit direction ``e`` with one
    einsum, ``s[i, k] = <children[i, k] - mu_draft[i], e[i]> / sigma[i]`` (the orthogonal parts are

@@ -21,7 +21,7 @@ class DGRSVerifier(BuiltinVerifier):
     (closed form from :mod:`rass_theory.exact.dgrs`).  After ``K`` rejections the coordinate is
     drawn from ``r_K`` by inverse CDF (a cached table plus Newton per distinct ``delta``, see
     ``verifiers._residual.DGRSFinalResidual``) and the state keeps child 0's orthogonal part.  Acceptance
-    ``1 - prod_k Z_k`` (proof ``P4-dgrs``).
+    ``1 - prod_k Z_k`` (proof ``P3-dgrs-closed-form``).
 
     Random numbers: ``rng.random((n, K + 1))``; column ``k`` decides child ``k``, column ``K`` is
     the residual draw.  Rows are decided in vectorised form; only the loop over ``K`` is Python.
@@ -66,6 +66,6 @@ def dgrs() -> DGRSVerifier:
     -----
     Child ``k`` accepted w.p. ``min(1, r_{k-1}(s_k)/phi(s_k))`` with ``r_0 = f`` and
     ``r_k = (r_{k-1} - phi)_+ / Z_k``; after ``K`` rejections draw ``s'`` from ``r_K`` and keep
-    child 0's ``z_perp``.  See :class:`DGRSVerifier` and ``proofs/P4-dgrs.md``.
+    child 0's ``z_perp``.  See :class:`DGRSVerifier` and ``proofs/P3-dgrs-closed-form.md``.
     """
     return DGRSVerifier()

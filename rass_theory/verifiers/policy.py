@@ -52,7 +52,7 @@ class PolicyVerifier(BuiltinVerifier):
     The policy selects one child; with ``g`` its selected law, accept w.p.
     ``min(1, f(s)/g(s))`` (log space), else draw ``s'`` from ``(f - g)_+ / TV(f, g)`` by
     inverse CDF (``exact.batch.sample_residual_generic``) and keep the selected child's
-    ``z_perp``.  Exact for every policy with a correct ``g`` (proof ``P3-rass-exact``, which only
+    ``z_perp``.  Exact for every policy with a correct ``g`` (proof ``P2-rass-exactness``, which only
     uses the selected law); acceptance ``1 - TV(g, f)``.
 
     Random numbers: ``rng.random((n, 2))`` (accept, residual), then whatever the policy's
@@ -202,9 +202,11 @@ def threshold(t=None, weights=None, K: int | None = None, orthogonal: str = "sel
 
     Notes
     -----
-    Selected law: ``g(s) = K phi(s) Phi(s)^(K-1) 1{s >= t} + sum_j w'_j g_j(s)`` restricted by the
-    event that the top child is below ``t`` (piecewise order-statistic densities, see
-    ``optimize.policies.ThresholdRankPolicy``); exact by the argument of ``P3-rass-exact``.
+    Selected law ``g(s) = K phi(s) Phi(s)^(K-1)`` for ``s >= t`` and
+    ``g(s) = sum_j w'_j K C(K-1, j) phi(s) Phi(s)^j (Phi(t) - Phi(s))^(K-1-j)`` for ``s < t``
+    (``optimize.policies.ThresholdRankPolicy``, proof ``P8-value-aware-policies``); the verifier
+    is exact by ``P2-rass-exactness``.  The optimal policy costs an optimisation per distinct
+    ``delta`` (seconds each), so batches with per-row deltas should pass a fixed ``t``/``weights``.
     """
     if t is None and weights is None:
         v = PolicyVerifier(_optimal_threshold, orthogonal, name="threshold")

@@ -102,7 +102,7 @@ class RASSVerifier(BuiltinVerifier):
     has density ``g_w(s) = phi(s) sum_j w_j K!/(j!(K-1-j)!) Phi(s)^j (1-Phi(s))^(K-1-j)``.
     Accept with probability ``min(1, f(s)/g_w(s))`` (log space); otherwise draw ``s'`` from
     ``(f - g_w)_+ / TV(f, g_w)`` and rebuild ``mu_draft + sigma (s' e + z_perp)``.  The output law
-    is the target for every ``w``; acceptance is ``1 - TV(g_w, f)`` (proof ``P3-rass-exact``).
+    is the target for every ``w``; acceptance is ``1 - TV(g_w, f)`` (proof ``P2-rass-exactness``).
 
     Random numbers: ``rng.random((n, 3))`` -- columns: rank, accept, residual.
     """
@@ -207,6 +207,6 @@ def rass(weights="optimal", residual: str = "inverse", orthogonal: str = "select
     -----
     Accept the selected child w.p. ``min(1, f(s)/g_w(s))``, else draw from
     ``(f - g_w)_+ / TV(f, g_w)``; acceptance ``1 - TV(g_w, f)``.  See :class:`RASSVerifier` and
-    ``proofs/P3-rass-exact.md``.
+    ``proofs/P2-rass-exactness.md``.
     """
     return RASSVerifier(weights, residual, orthogonal)

@@ -20,7 +20,7 @@ class RMCVerifier(BuiltinVerifier):
     accepted with probability ``min(1, f(s)/phi(s)) = min(1, exp(s delta - delta^2/2))``
     (computed in log space).  Otherwise the state is reflected, ``s -> delta - s``, keeping the
     child's orthogonal part ``z_perp``.  The output has the target law ``N(mu_target, sigma^2 I)``
-    and the acceptance probability is ``2 Phi(-delta/2) = 1 - TV(phi, f)`` (proof ``P2-rmc``).
+    and the acceptance probability is ``2 Phi(-delta/2) = 1 - TV(phi, f)`` (proof ``P6-reductions``).
 
     Random numbers: one uniform per row, ``rng.random((n, 1))``.  Degenerate rows
     (``delta <= sqrt(eps)``) accept the child.
@@ -62,6 +62,6 @@ def rmc() -> RMCVerifier:
     -----
     Accept with probability ``min(1, phi(s - delta)/phi(s))``, else reflect ``s -> delta - s``
     keeping ``z_perp``; acceptance ``2 Phi(-delta/2)``.  See :class:`RMCVerifier` and
-    ``proofs/P2-rmc.md``.
+    ``proofs/P6-reductions.md``.
     """
     return RMCVerifier()
