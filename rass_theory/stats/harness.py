@@ -324,7 +324,7 @@ def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = No
 # evaluation
 def _family_size(cfg: HarnessConfig) -> int:
     per_histogram = 3  # ks, chi2 (32 bins), chi2 (fine bins)
-    m = per_histogram + 1  # s, energy
+    m = per_histogram + (1 if cfg.two_sample_size else 0)  # s, energy
     if cfg.dim > 1:
         m += per_histogram * (1 + cfg.n_directions) + 1  # rperp, directions, joint
     if cfg.expected_acceptance is not None:
@@ -362,6 +362,8 @@ def raw_tests(counts: ExactnessCounts, node: SyntheticNode, cfg: HarnessConfig) 
         out.append(("joint_chi2", T.joint_chisquare_test(counts.joint_counts, node.n_bins)))
     if cfg.expected_acceptance is not None:
         out.append(("acceptance_binomial", T.binomial_test(counts.n_accepted, counts.n_valid, cfg.expected_acceptance)))
+    if not cfg.two_sample_size:  # the two-sample test was switched off
+        return out
     m = counts.subsample.shape[0]
     target = np.random.default_rng(stream_seed(cfg.seed, TARGET_KEY)).standard_normal((max(m, 2), node.dim))
     target += node.delta * node.direction
@@ -437,7 +439,7 @@ def check_exactness(verifier, K=4, delta=0.5, dim=8, n_samples=DEFAULT_N_SAMPLES
     n_bins : int, default 4096
         Equiprobable PIT bins of each histogram.
     two_sample_size : int, default 400
-        States (and direct target draws) in the energy two-sample test.
+        States (and direct target draws) in the energy two-sample test; 0 leaves the test out.
     n_permutations : int, optional
         Largest number of permutations of the energy test (Besag-Clifford sequential stopping
         under the null); default ``ceil(1.5 m / alpha)`` clipped to [999, 1e5], so the test can

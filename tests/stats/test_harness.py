@@ -72,6 +72,10 @@ class TestVerdicts:
         rep = rt.check_exactness(resample, delta=delta, expected_acceptance=0.0, **SMALL)
         assert rep.passed, rep
 
+    def test_two_sample_test_can_be_switched_off(self):
+        rep = rt.check_exactness(resample, **{**SMALL, "two_sample_size": 0})
+        assert rep.passed and "energy_two_sample" not in [t.name for t in rep.tests]
+
     def test_dim_one(self):
         rep = rt.check_exactness(resample, dim=1, **SMALL)
         assert rep.passed and "rperp_ks" not in [t.name for t in rep.tests]
