@@ -144,3 +144,31 @@ class TestBadInput:
         children, mu_d, mu_t, sigma, _ = node
         with pytest.raises(TypeError, match="rng"):
             verifiers.rass()(children, mu_d, mu_t, sigma, "seed")
+
+
+@pytest.mark.parametrize("n, K, d", [(0, 4, 3), (7, 4, 1), (5, 1, 2)])
+@pytest.mark.parametrize("name", ["dgrs", "rass_uniform", "rass_array", "resample"])
+def test_edge_shapes(name, n, K, d, rng):
+    """Empty batches, one dimension (no orthogonal part) and a single child."""
+    if name == "rass_array" and K != 4:
+        pytest.skip("fixed weights have length 4")
+    children = rng.standard_normal((n, K, d))
+    mu_d = np.zeros((n, d))
+    mu_t = mu_d.copy()
+    mu_t[:, 0] = 0.5
+    res = K4_RULES[name]()(children, mu_d, mu_t, 1.0, rng)
+    assert res.states.shape == (n, d)
+    assert check_contract(res, children) == []
+
+
+@pytest.mark.slow
+def test_get_verifier_threshold_uses_the_optimal_policy(nodes):
+    import rass_theory as rt
+
+    rng = np.random.default_rng(1)
+    children, mu_d, mu_t, sigma, e = nodes.build(100_000, 4, 3, 1.0, rng)
+    v = verifiers.get_verifier("threshold", K=4)
+    res = v(children, mu_d, mu_t, sigma, rng)
+    nodes.assert_target_law(res.states, mu_d, sigma, e, 1.0)
+    exact = rt.acceptance("threshold", 4, 1.0)
+    assert abs(res.accepted.mean() - exact) / np.sqrt(exact * (1 - exact) / 100_000) < 4.5
