@@ -263,6 +263,11 @@ def threshold_law(weights: torch.Tensor, t: torch.Tensor) -> SelectedLaw:
     return SelectedLaw(weights, t)
 
 
+def default_grid_size(K: int, span: float = 9.0) -> int:
+    """Grid points giving spacing ``min(0.125, 0.5/K)`` on a grid of width ``2 span + 2``."""
+    return int(math.ceil((2.0 * span + 2.0) / min(0.125, 0.5 / K))) + 1
+
+
 def _evaluate(law: SelectedLaw, delta: torch.Tensor, s: torch.Tensor, *, need_ratio=True, need_diff=True):
     """``[h, D, f - g]`` at ``s`` (only the requested ones), in linear space.
 
@@ -286,7 +291,7 @@ def _evaluate(law: SelectedLaw, delta: torch.Tensor, s: torch.Tensor, *, need_ra
 
 
 def sample_residual(law: SelectedLaw, delta: torch.Tensor, u: torch.Tensor, *,
-                    grid_size: int = 80, max_crossings: int | None = None,
+                    grid_size: int | None = None, max_crossings: int | None = None,
                     span: float = 9.0) -> torch.Tensor:
     """Inverse-CDF draw from the residual ``(f - g)_+ / TV(f, g)``, one draw per row.
 
@@ -298,8 +303,11 @@ def sample_residual(law: SelectedLaw, delta: torch.Tensor, u: torch.Tensor, *,
         Per-row displacement (``> 0``; callers substitute 1 on degenerate rows).
     u : Tensor (n,)
         Uniforms in ``(0, 1]``.
-    grid_size : int
-        Number ``m`` of grid points on ``[min(0, delta) - span, max(0, delta) + span]``.
+    grid_size : int, optional
+        Number ``m`` of grid points on ``[min(0, delta) - span, max(0, delta) + span]``.  Default
+        :func:`default_grid_size`: spacing ``min(0.125, 0.5/K)`` for ``delta <= 2`` (crossings of
+        optimal weights are ``>= ~2/K`` apart; Dirichlet-random weights occasionally have bumps
+        down to ``~0.13`` wide, see ``rass_theory.exact.batch.grid_spacing``).
     max_crossings : int, optional
         Sign-change cells of ``f - g`` refined per row (default ``K + 1``).
     span : float
@@ -323,14 +331,13 @@ def sample_residual(law: SelectedLaw, delta: torch.Tensor, u: torch.Tensor, *,
     Accuracy: the result is exact up to (i) the root-finding tolerance, (ii) rounding of ``D``
     (absolute ``eps``, relative to a cell's mass: the float32 limitation), (iii) residual mass
     outside the grid, at most ``(K + 1) Phi(-span)`` (``~1e-19 (K + 1)`` at the default) and
-    (iv) a pair of crossings closer than one grid cell (``(hi - lo)/(m - 1)``, about 0.2 at the
-    default), whose bump of mass ``O(width^3 max|(f - g)''|)`` would be missed, as would a
+    (iv) a pair of crossings closer than one grid cell (``(hi - lo)/(m - 1)``), whose bump of mass ``O(width^3 max|(f - g)''|)`` would be missed, as would a
     ``max_crossings + 1``-th crossing.  The residual of RASS at optimal weights has one to three
     well separated crossings; tests compare the draws with an independent quadrature.
     """
     dtype, device = delta.dtype, delta.device
     K = law.K
-    m = int(grid_size)
+    m = int(grid_size) if grid_size is not None else default_grid_size(K, span)
     C = min(m - 1, int(max_crossings if max_crossings is not None else K + 1))
     lo = torch.clamp(delta, max=0.0) - span
     hi = torch.clamp(delta, min=0.0) + span
@@ -405,7 +412,7 @@ def sample_residual(law: SelectedLaw, delta: torch.Tensor, u: torch.Tensor, *,
         a = torch.where(resid < 0, x, a)
         b = torch.where(resid < 0, b, x)
         step = x - resid / slope
-        ok = (slope > 0) & (step > a) & (step < b)
+        ok = (slope > 0) & (step >= a) & (step <= b)
         x = torch.where(ok, step, 0.5 * (a + b))
     return x[:, 0]
 
@@ -477,16 +484,18 @@ def dgrs_accept_prob(k: int, delta: torch.Tensor, s: torch.Tensor, log_b: torch.
 
 def dgrs_sample_final_residual(delta: torch.Tensor, u: torch.Tensor, log_b: torch.Tensor,
                                c: torch.Tensor) -> torch.Tensor:
-    """Inverse-CDF draw from ``r_K`` (float64), ``u`` uniforms in ``(0, 1]``.
+    """Inverse-CDF draw from ``r_K`` (float64): the ``s`` with ``R_K(s) = u``, ``u`` in ``[0, 1)``.
 
     Notes
     -----
     The upper tail of ``r_K`` is ``Q(s) = b_K phi(s) [exp(delta (s - c_K)) M(s - delta) - M(s)]``
-    for ``s >= c_K`` (``Q(c_K) = 1``, decreasing).  Solve ``log Q(s) = log u`` by bisection on
-    ``[c_K, max(c_K, delta) + 40]`` with a fixed number of steps.
+    for ``s >= c_K`` (``Q(c_K) = 1``, decreasing).  Solve ``log Q(s) = log(1 - u)`` by bisection
+    on ``[c_K, max(c_K, delta) + 40]`` with a fixed number of steps (same map ``u -> s`` as
+    ``rass_theory.exact.dgrs.batch_sample_final_residual``).
     """
     d = delta.to(torch.float64)
-    log_u = torch.log(u.to(torch.float64))
+    v = 1.0 - u.to(torch.float64)
+    log_u = torch.log(torch.clamp(v, min=torch.finfo(torch.float64).tiny))
     cK = c[:, -1]
     lbK = log_b[:, -1]
     a = cK.clone()

@@ -258,7 +258,7 @@ class RASSVerifier(_TorchVerifier):
 
     name = "rass"
 
-    def __init__(self, weights="optimal", delta=None, grid_size: int = 80, max_crossings=None):
+    def __init__(self, weights="optimal", delta=None, grid_size=None, max_crossings=None):
         self._fixed = None
         if isinstance(weights, str):
             if weights not in ("optimal", "uniform"):
@@ -278,7 +278,7 @@ class RASSVerifier(_TorchVerifier):
                 raise ValueError(f"weights must have shape (K,) or (n, K), got {w.shape}")
         self.weights = weights
         self.delta = None if delta is None else check_delta(delta)
-        self.residual_options = {"grid_size": int(grid_size)}
+        self.residual_options = {"grid_size": grid_size}
         if max_crossings is not None:
             self.residual_options["max_crossings"] = int(max_crossings)
         self._tables = {}
@@ -362,7 +362,7 @@ class RASSVerifier(_TorchVerifier):
         return finish(batch, child, accepted, new_s)
 
 
-def rass(weights="optimal", delta=None, grid_size: int = 80, max_crossings=None) -> RASSVerifier:
+def rass(weights="optimal", delta=None, grid_size=None, max_crossings=None) -> RASSVerifier:
     """Torch RASS verifier. See :class:`RASSVerifier` (parameters, accuracy, random numbers)."""
     return RASSVerifier(weights, delta, grid_size, max_crossings)
 
@@ -404,7 +404,7 @@ class ThresholdVerifier(_TorchVerifier):
 
     name = "threshold"
 
-    def __init__(self, t=None, weights=None, K=None, delta=None, grid_size: int = 80, max_crossings=None):
+    def __init__(self, t=None, weights=None, K=None, delta=None, grid_size=None, max_crossings=None):
         if (t is None) != (weights is None):
             raise ValueError("give both t and weights, or neither (optimal threshold policy at delta)")
         if t is None and delta is None:
@@ -422,7 +422,7 @@ class ThresholdVerifier(_TorchVerifier):
             t = float(t)
         self.t = t
         self.delta = None if delta is None else check_delta(delta)
-        self.residual_options = {"grid_size": int(grid_size)}
+        self.residual_options = {"grid_size": grid_size}
         if max_crossings is not None:
             self.residual_options["max_crossings"] = int(max_crossings)
 
@@ -461,7 +461,7 @@ class ThresholdVerifier(_TorchVerifier):
         return finish(batch, child, accepted, new_s)
 
 
-def threshold(t=None, weights=None, K=None, delta=None, grid_size: int = 80, max_crossings=None) -> ThresholdVerifier:
+def threshold(t=None, weights=None, K=None, delta=None, grid_size=None, max_crossings=None) -> ThresholdVerifier:
     """Torch verifier of the threshold-rank policy. See :class:`ThresholdVerifier`."""
     return ThresholdVerifier(t, weights, K, delta, grid_size, max_crossings)
 
