@@ -18,7 +18,6 @@ import os
 import sys
 import time
 
-import numpy as np
 from scipy import stats
 
 

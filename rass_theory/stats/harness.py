@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -158,8 +159,6 @@ def _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance,
     if backend_options is not None and not isinstance(backend_options, dict):
         raise TypeError(f"backend_options must be a dict, got {type(backend_options).__name__}")
     if checkpoint is not None:
-        import os
-
         try:
             path = os.fspath(checkpoint)
         except TypeError:
@@ -186,10 +185,8 @@ def build_node(cfg: HarnessConfig) -> SyntheticNode:
 # ---------------------------------------------------------------------------------------------
 # one chunk (numpy)
 def _check_contract(result, children):
-    try:
-        from rass_theory.verifiers import check_contract
-    except ImportError:  # pragma: no cover - while the verifiers package is being assembled
-        from rass_theory.verifiers._contract import check_contract
+    from rass_theory.verifiers import check_contract
+
     return check_contract(result, children)
 
 
