@@ -467,10 +467,8 @@ def _check_rows(delta, s, s_name: str):
         delta = np.full(s.shape[0], delta[0])
     if s.shape != delta.shape:
         raise ValueError(f"{s_name} must have the same length as delta, got {s.shape} and {delta.shape}")
-    if not np.all(np.isfinite(s)) and s_name == "u":
-        raise ValueError("u must be finite")
-    if np.any(np.isnan(s)):
-        raise ValueError(f"{s_name} must not contain NaN")
+    if not np.all(np.isfinite(s)):
+        raise ValueError(f"{s_name} must be finite (found NaN or infinity)")
     return delta, s
 
 

@@ -39,7 +39,7 @@ class TestValidation:
     def test_batch_shapes(self):
         with pytest.raises(ValueError, match="s must have the same length"):
             dgrs.batch_accept_prob(1, np.ones(3), np.zeros(4))
-        with pytest.raises(ValueError, match="s must not contain NaN"):
+        with pytest.raises(ValueError, match="s must be finite"):
             dgrs.batch_accept_prob(1, np.ones(2), np.array([0.0, np.nan]))
         with pytest.raises(ValueError, match="k must be >= 1"):
             dgrs.batch_accept_prob(0, np.ones(2), np.zeros(2))
