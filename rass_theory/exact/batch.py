@@ -253,49 +253,62 @@ def _grid(delta, half_width, grid_size):
     return np.sort(pts, axis=1)
 
 
-def _refine_roots(h_fn, a, b, fa, fb, *, max_iter=200):
+def _refine_roots(h_restrict, a, b, fa, fb, *, max_iter=200):
     """Vectorised Illinois (modified regula falsi) with bisection safeguard on brackets ``(n, C)``.
 
-    ``fa`` and ``fb`` have opposite "positivity" (``> 0`` versus ``<= 0``).  Returns the
-    point of the final bracket where ``h`` changes sign (left end of a bracket of width
-    ``<= 4 eps (1 + |x|)``).
+    ``h_restrict(idx)`` returns ``h`` for the rows ``idx`` (a callable on ``(len(idx), C)``
+    arrays); only rows with an unconverged bracket are evaluated.  ``fa`` and ``fb`` have
+    opposite "positivity" (``> 0`` versus ``<= 0``).  Returns the midpoint of the final bracket
+    (width ``<= 4 eps (1 + |x|)``, or the last bracket after ``max_iter`` iterations).
     """
     a = a.copy()
     b = b.copy()
     fa = fa.copy()
     fb = fb.copy()
     pa = fa > 0
-    side = np.zeros(a.shape, dtype=np.int8)  # -1: last two updates moved a, +1: moved b
+    side = np.zeros(a.shape, dtype=np.int8)  # -1: last update moved a, +1: moved b
     width0 = b - a
     stall = np.zeros(a.shape, dtype=np.int8)
+    n = a.shape[0]
     for _ in range(max_iter):
-        width = b - a
-        active = width > 4 * _EPS * (1.0 + np.maximum(np.abs(a), np.abs(b)))
-        if not np.any(active):
+        active = (b - a) > 4 * _EPS * (1.0 + np.maximum(np.abs(a), np.abs(b)))
+        rows = np.nonzero(active.any(axis=1))[0]
+        if rows.size == 0:
             break
+        A, B, FA, FB = a[rows], b[rows], fa[rows], fb[rows]
+        act = active[rows]
+        width = B - A
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            x = b - fb * (b - a) / (fb - fa)
-        mid = a + 0.5 * (b - a)
-        use_mid = ~np.isfinite(x) | (x <= a) | (x >= b) | (stall >= 3)
-        x = np.where(use_mid, mid, x)
-        x = np.where(active, x, a)
-        fx = h_fn(x)
+            x = B - FB * (B - A) / (FB - FA)
+        use_mid = ~np.isfinite(x) | (stall[rows] >= 3)
+        x = np.where(use_mid, A + 0.5 * width, x)
+        # keep a step of at least 1.5 eps(1 + |x|) away from the ends, so a converged end-point
+        # closes the bracket in one step instead of a run of bisections (Brent's tolerance nudge)
+        tol = 1.5 * _EPS * (1.0 + np.maximum(np.abs(A), np.abs(B)))
+        x = np.where(width > 2.0 * tol, np.clip(x, A + tol, B - tol), A + 0.5 * width)
+        x = np.where(act, x, A)
+        fx = (h_restrict(rows) if rows.size < n else h_restrict(None))(x)
         fx = np.where(np.isnan(fx), 0.0, fx)
-        px = fx > 0
-        move_a = active & (px == pa)
-        move_b = active & ~move_a
+        move_a = act & ((fx > 0) == pa[rows])
+        move_b = act & ~move_a
+        sd = side[rows]
         # Illinois: halve the stale end's value when the same end moves twice in a row
-        fb = np.where(move_a & (side == -1), 0.5 * fb, fb)
-        fa = np.where(move_b & (side == 1), 0.5 * fa, fa)
-        a = np.where(move_a, x, a)
-        fa = np.where(move_a, fx, fa)
-        b = np.where(move_b, x, b)
-        fb = np.where(move_b, fx, fb)
-        side = np.where(move_a, -1, np.where(move_b, 1, side)).astype(np.int8)
-        new_width = b - a
-        shrunk = new_width <= 0.5 * width0
-        stall = np.where(active & ~shrunk, stall + 1, 0).astype(np.int8)
-        width0 = np.where(shrunk | (stall == 0), new_width, width0)
+        FB = np.where(move_a & (sd == -1), 0.5 * FB, FB)
+        FA = np.where(move_b & (sd == 1), 0.5 * FA, FA)
+        A = np.where(move_a, x, A)
+        FA = np.where(move_a, fx, FA)
+        B = np.where(move_b, x, B)
+        FB = np.where(move_b, fx, FB)
+        # an exact zero of h is a crossing: close the bracket on it
+        zero = act & (fx == 0)
+        A = np.where(zero, x, A)
+        B = np.where(zero, x, B)
+        a[rows], b[rows], fa[rows], fb[rows] = A, B, FA, FB
+        side[rows] = np.where(move_a, -1, np.where(move_b, 1, sd)).astype(np.int8)
+        shrunk = (B - A) <= 0.5 * width0[rows]
+        st = np.where(act & ~shrunk, stall[rows] + 1, 0).astype(np.int8)
+        stall[rows] = st
+        width0[rows] = np.where(shrunk | (st == 0), B - A, width0[rows])
     return a + 0.5 * (b - a)
 
 
@@ -319,7 +332,17 @@ def _brackets_from_signs(rows, a_vals, b_vals, fa_vals, fb_vals, n):
     return a, b, fa, fb, counts, slot
 
 
-def _assemble_intervals(h_fn, cdf_excess, delta, brackets, first_positive, grid_lo, grid_hi):
+def _assemble_intervals(restrict, delta, brackets, first_positive, grid_lo, grid_hi):
+    """Refine the brackets, then the closed-form masses of the positive intervals.
+
+    ``restrict(idx)`` returns ``(log_ratio, cdf_excess)`` for the rows ``idx`` (``None``: all).
+    """
+    log_ratio, cdf_excess = restrict(None)
+
+    def h_restrict(idx):
+        lr, _ = restrict(idx)
+        return _h_function(lr, delta if idx is None else delta[idx])
+
     a, b, fa, fb, counts, slot = brackets
     n = delta.shape[0]
     C = a.shape[1]
@@ -327,7 +350,7 @@ def _assemble_intervals(h_fn, cdf_excess, delta, brackets, first_positive, grid_
     bounds = np.full((n, C + 2), np.inf)
     bounds[:, 0] = -np.inf
     if C > 0:
-        roots = _refine_roots(h_fn, a, b, fa, fb)
+        roots = _refine_roots(h_restrict, a, b, fa, fb)
         bounds[rows, slot + 1] = roots[rows, slot]
     k = np.arange(C + 1)
     positive = (first_positive[:, None] ^ (k[None, :] % 2 == 1)) & (k[None, :] <= counts[:, None])
@@ -379,13 +402,13 @@ def residual_intervals_generic(
     delta = np.asarray(delta, dtype=np.float64)
     n = delta.shape[0]
     grid = _grid(delta, half_width, grid_size)
-    h_fn = _h_function(log_ratio, delta)
-    hg = h_fn(grid)
+    hg = _h_function(log_ratio, delta)(grid)
     hg = np.where(np.isnan(hg), 0.0, hg)
     pos = hg > 0
     rows, cols = np.nonzero(pos[:, 1:] != pos[:, :-1])
     brackets = _brackets_from_signs(rows, grid[rows, cols], grid[rows, cols + 1], hg[rows, cols], hg[rows, cols + 1], n)
-    return _assemble_intervals(h_fn, cdf_excess, delta, brackets, pos[:, 0], grid[:, 0], grid[:, -1])
+    lr_r, ce_r = _full_rows(log_ratio, n), _full_rows(cdf_excess, n)
+    return _assemble_intervals(lambda idx: (lr_r(idx), ce_r(idx)), delta, brackets, pos[:, 0], grid[:, 0], grid[:, -1])
 
 
 def _full_rows(fn, n):
@@ -396,7 +419,7 @@ def _full_rows(fn, n):
     """
 
     def restrict(idx):
-        if idx.size == n:
+        if idx is None or idx.size == n:
             return fn
 
         def sub(x):
@@ -560,13 +583,27 @@ def _rass_callables(w):
             lr = np.log1p(np.maximum(ex, -1.0))
         need = ex < -0.5
         if np.any(need):
-            lr = np.where(need, mixture_log_density_ratio(w, x), lr)
+            if w.ndim == 1:
+                lr[need] = mixture_log_density_ratio(w, x[need])
+            else:
+                r, c = np.nonzero(need)
+                xb = np.broadcast_to(x, need.shape)
+                lr[r, c] = mixture_log_density_ratio(w[r], xb[r, c][:, None])[:, 0]
         return lr
 
     def cdf_excess(x):
         return mixture_cdf_excess(w, x)
 
     return log_ratio, cdf_excess
+
+
+def _rass_restrict(w):
+    """Row-restricted RASS callables: ``idx -> (log_ratio, cdf_excess)`` (``None``: all rows)."""
+
+    def restrict(idx):
+        return _rass_callables(w if (w.ndim == 1 or idx is None) else w[idx])
+
+    return restrict
 
 
 def grid_spacing(K: int) -> float:
@@ -617,10 +654,17 @@ def _rass_brackets(w, delta, half_width, spacing):
 
     def log_ratio_block(bb, sc, wr, vr):
         """``log(g/phi)``: ``log1p`` of the excess ``e^sc (bb v)`` (exact 0 for uniform weights)
-        where ``g > phi/2``, else ``log(bb w) + sc``."""
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        where ``g > phi/2``, else ``log(bb w) + sc`` (evaluated on those entries only)."""
+        sc = np.broadcast_to(sc, (1, bb.shape[0]))[0]
+        with np.errstate(over="ignore", invalid="ignore"):
             ex = np.exp(sc) * (vr @ bb.T)
-            lr = np.where(ex > -0.5, np.log1p(np.maximum(ex, -0.5)), np.log(wr @ bb.T) + sc)
+        need = ~(ex > -0.5)
+        lr = np.log1p(np.where(need, 0.0, ex))
+        if np.any(need):
+            r, c = np.nonzero(need)
+            wrr = wr[r] if wr.shape[0] > 1 else np.broadcast_to(wr, (r.size, wr.shape[1]))
+            with np.errstate(divide="ignore"):
+                lr[r, c] = np.log(np.einsum("ik,ik->i", wrr, bb[c])) + sc[c]
         return lr
 
     if shared:
@@ -685,8 +729,8 @@ def _rass_intervals(w, d, half_width, spacing):
         spacing = grid_spacing(w.shape[-1])
     log_ratio, cdf_excess = _rass_callables(w)
     brackets, first_positive, glo, ghi = _rass_brackets(w, d, half_width, spacing)
-    h_fn = _h_function(log_ratio, d)
-    return _assemble_intervals(h_fn, cdf_excess, d, brackets, first_positive, glo, ghi), log_ratio, cdf_excess
+    restrict = _rass_restrict(w)
+    return _assemble_intervals(restrict, d, brackets, first_positive, glo, ghi), log_ratio, cdf_excess
 
 
 def sample_residual(weights, delta, u, *, half_width: float = DEFAULT_HALF_WIDTH, spacing: float | None = None):
@@ -714,7 +758,7 @@ def sample_residual(weights, delta, u, *, half_width: float = DEFAULT_HALF_WIDTH
     if np.any((u < 0) | (u > 1)):
         raise ValueError("u must lie in [0, 1]")
     ri, _, _ = _rass_intervals(w, d, half_width, spacing)
-    return _invert_residual(ri, lambda idx: _rass_callables(w if w.ndim == 1 else w[idx]), d, u)
+    return _invert_residual(ri, _rass_restrict(w), d, u)
 
 
 def sample_residual_rejection(weights, delta, rng, *, max_rounds: int = 10_000) -> np.ndarray:

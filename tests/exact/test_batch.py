@@ -68,14 +68,14 @@ class TestLawsRowByRow:
             assert np.allclose(c[np.isfinite(c)], res.crossings, atol=1e-12)
 
     def test_sample_residual_matches_scalar_ppf(self, rng):
-        W, d = _rows(rng, 40, 3)
-        u = rng.random(40)
+        W, d = _rows(rng, 15, 3)
+        u = rng.random(15)
         s = batch.sample_residual(W, d, u)
-        ref = np.array([residual_law(W[i], d[i]).ppf(u[i]) for i in range(40)])
+        ref = np.array([residual_law(W[i], d[i]).ppf(u[i]) for i in range(15)])
         assert np.allclose(s, ref, atol=1e-10)
         # the shared-weights path gives the same as explicit per-row copies
         s1 = batch.sample_residual(W[0], d, u)
-        s2 = batch.sample_residual(np.tile(W[0], (40, 1)), d, u)
+        s2 = batch.sample_residual(np.tile(W[0], (15, 1)), d, u)
         assert np.allclose(s1, s2, atol=1e-12)
 
     def test_generic_equals_rass_wrapper(self, rng):
@@ -103,14 +103,17 @@ class TestLawsRowByRow:
 
 class TestSamplersAgree:
     def test_inverse_and_rejection_two_sample(self):
-        w = np.array([0.0, 0.1, 0.2, 0.7])
-        n = 20_000
-        d = np.full(n, 1.2)
+        # rows with different delta and weights: compare the two samplers row-set-wise
         rng = np.random.default_rng(5)
-        s_inv = batch.sample_residual(w, d, rng.random(n))
-        s_rej = batch.sample_residual_rejection(w, d, rng)
-        assert stats.ks_2samp(s_inv, s_rej).pvalue > 1e-3
-        assert stats.kstest(s_rej, residual_law(w, 1.2).cdf).pvalue > 1e-3
+        n = 8_000
+        W = np.tile([[0.0, 0.1, 0.2, 0.7], [0.4, 0.3, 0.2, 0.1]], (n // 2, 1))
+        d = np.tile([1.2, 0.5], n // 2)
+        s_inv = batch.sample_residual(W, d, rng.random(n))
+        s_rej = batch.sample_residual_rejection(W, d, rng)
+        for k in range(2):
+            # two-sample KS at n = 4000 each, alpha = 1e-3
+            assert stats.ks_2samp(s_inv[k::2], s_rej[k::2]).pvalue > 1e-3
+            assert stats.kstest(s_rej[k::2], residual_law(W[k], d[k]).cdf).pvalue > 1e-3
 
 
 class TestDegenerate:
@@ -131,10 +134,10 @@ class TestDegenerate:
 class TestCrossingGrid:
     """The default grid spacing finds every crossing a ten times finer grid finds."""
 
-    @pytest.mark.parametrize("K", [2, 4, 8, 16])
+    @pytest.mark.parametrize("K", [2, 5, 16])
     def test_default_spacing_against_finer_grid(self, K):
         rng = np.random.default_rng(100 + K)
-        W = np.concatenate([rng.dirichlet(np.full(K, a), size=40) for a in (0.1, 1.0, 10.0)])
+        W = np.concatenate([rng.dirichlet(np.full(K, a), size=20) for a in (0.1, 1.0, 10.0)])
         d = np.exp(rng.uniform(np.log(1e-3), np.log(20), W.shape[0]))
         coarse = batch.residual_intervals(W, d)
         fine = batch.residual_intervals(W, d, spacing=batch.grid_spacing(K) / 10)

@@ -148,7 +148,7 @@ class TestRassNodeMonteCarlo:
     @pytest.mark.parametrize("weights, delta", [([0.7, 0.1, 0.1, 0.1], 0.8), ([0.0, 0.0, 1.0], 1.5)])
     def test_output_law_is_target(self, weights, delta):
         rng = np.random.default_rng(31)
-        n, K = 40_000, len(weights)
+        n, K = 20_000, len(weights)
         w = np.asarray(weights)
         children = np.sort(rng.standard_normal((n, K)), axis=1)
         j = rng.choice(K, size=n, p=w)
