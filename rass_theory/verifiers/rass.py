@@ -105,6 +105,12 @@ class RASSVerifier(BuiltinVerifier):
     is the target for every ``w``; acceptance is ``1 - TV(g_w, f)`` (proof ``P2-rass-exactness``).
 
     Random numbers: ``rng.random((n, 3))`` -- columns: rank, accept, residual.
+
+    Hot path: one einsum projects the children; ``log(g_w/phi)`` is a direct non-negative sum
+    (:func:`log_selected_ratio`); rows sharing one ``(w, delta)`` draw the residual from a cached
+    table refined by Newton (``verifiers._residual``, same inverse CDF as
+    :func:`rass_theory.exact.batch.sample_residual` to ``~1e-12``); only rejected rows are
+    rebuilt, as ``child + sigma (s' - s) e``.
     """
 
     name = "rass"
@@ -149,10 +155,7 @@ class RASSVerifier(BuiltinVerifier):
         return float(acceptance("rass", K, delta, weights=self.weights_for(K, delta)))
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        from ..exact import batch as exact_batch
-
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
-        # (exact_batch supplies the rejection residual sampler)
         n, K = batch.n, batch.K
         u = draw_uniforms(batch, 3)
         fresh = fresh_orthogonal(batch.rng, n, batch.frame.direction) if self.orthogonal == "fresh" else None
@@ -181,6 +184,8 @@ class RASSVerifier(BuiltinVerifier):
         if self.residual == "inverse":
             new_s = draw_rass_residual(w_rej, delta[rej], u[rejected, 2])
         else:
+            from ..exact import batch as exact_batch
+
             new_s = exact_batch.sample_residual_rejection(w_rej, delta[rej], batch.rng)
         new_s = np.asarray(new_s, dtype=np.float64)
         return finish(batch, chosen, accepted, new_s, rejected,
@@ -193,9 +198,9 @@ def rass(weights="optimal", residual: str = "inverse", orthogonal: str = "select
     Parameters
     ----------
     weights : "optimal" (default; ``None`` means the same), "uniform", array (K,), or callable
-        ``(delta, K) -> weights``.  Rank weights, ascending ranks.  ``"optimal"`` solves ``optimal_rank_weights(K, delta)``
-        when the batch has one ``delta`` and uses ``optimal_weights_interpolator(K)`` for
-        per-row deltas.  Exactness holds for any weights; only the acceptance depends on them.
+        ``(delta, K) -> weights``.  Rank weights, ascending ranks.  ``"optimal"`` solves
+        ``optimal_rank_weights(K, delta)`` when the batch has one ``delta`` (to 12 significant
+        digits) and uses ``optimal_weights_interpolator(K)`` for per-row deltas.  Exactness holds for any weights; only the acceptance depends on them.
     residual : {"inverse", "rejection"}
     orthogonal : {"selected", "fresh"}
 
