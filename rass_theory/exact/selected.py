@@ -56,7 +56,8 @@ class SelectedLaw:
     Attributes
     ----------
     weights : ndarray, shape (K,)
-        Rank weights, ascending ranks (``j = K - 1`` is the child furthest toward the target).
+        Rank weights as given (clipped at 0), ascending ranks (``j = K - 1`` is the child
+        furthest toward the target); they are used as ``weights / weights.sum()`` exactly.
     delta : float
         Displacement of the node; ``g_w`` does not depend on it, but :attr:`tv`,
         :attr:`acceptance` and :meth:`residual` do.
