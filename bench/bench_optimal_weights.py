@@ -97,10 +97,10 @@ def speed(quick):
           f"max {max(ratios):.2f}")
 
 
-def accuracy(quick):
+def accuracy(quick, Ks=None):
     import rass_theory as rt
 
-    Ks = [1, 2, 3, 4, 5, 8, 16, 32, 64] if not quick else [1, 2, 4, 8]
+    Ks = Ks or ([1, 2, 3, 4, 5, 8, 16, 32, 64] if not quick else [1, 2, 4, 8])
     deltas = [1e-8, 1e-4, 0.01, 0.1, 0.5, 1, 2, 4, 8, 16]
     worst_gap, worst_err, worst_rel = 0.0, 0.0, 0.0
     print("K delta acceptance gap |acc - mpmath| rel_err status time_s")
@@ -141,9 +141,12 @@ if __name__ == "__main__":
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-accuracy", action="store_true")
     ap.add_argument("--skip-interp", action="store_true")
+    ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--Ks", type=int, nargs="*", default=None, help="K values of the accuracy grid")
     args = ap.parse_args()
-    speed(args.quick)
+    if not args.skip_speed:
+        speed(args.quick)
     if not args.skip_interp:
         interpolation(args.quick)
     if not args.skip_accuracy:
-        accuracy(args.quick)
+        accuracy(args.quick, args.Ks)

@@ -33,6 +33,9 @@ __all__ = [
     "ThresholdPolicyResult",
     "optimal_threshold_policy",
     "threshold_acceptance",
+    "TwoLevelThresholdPolicy",
+    "TwoLevelPolicyResult",
+    "optimal_two_level_policy",
 ]
 
 
@@ -94,6 +97,15 @@ class RankPolicy:
         self.weights = check_weights(weights)
         self.K = self.weights.size
         self._seg = RankSegment(self.K)
+        self._segments = [self._seg]
+
+    def acceptance(self, delta) -> float:
+        """Exact acceptance ``1 - TV(g, N(delta, 1))`` of this policy (P4.1-P4.2, P8.2)."""
+        from .mixture_tv import evaluate_tv
+
+        delta = check_delta(delta)
+        return evaluate_tv(self._segments, self.weights, delta, window=default_window(delta, self.K),
+                           spacing=grid_spacing(self.K), hessian=False).acceptance
 
     def select(self, s, delta, rng):
         s = _check_children(s, self.K)
@@ -143,6 +155,14 @@ class ThresholdRankPolicy:
         self.t = float(t)
         self.weights = check_weights(weights, self.K)
         self._segments = threshold_segments(self.K, self.t)
+
+    def acceptance(self, delta) -> float:
+        """Exact acceptance ``1 - TV(g, N(delta, 1))`` of this policy (P4.1-P4.2, P8.2)."""
+        from .mixture_tv import evaluate_tv
+
+        delta = check_delta(delta)
+        return evaluate_tv(self._segments, self.weights, delta, window=default_window(delta, self.K),
+                           spacing=grid_spacing(self.K), hessian=False).acceptance
 
     def select(self, s, delta, rng):
         s = _check_children(s, self.K)
@@ -315,3 +335,182 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6) 
         t_best, acc, w, gap, tv = np.inf, rass.acceptance, rass.weights, rass.gap, rass.tv
     policy = ThresholdRankPolicy(K, t_best, w)
     return ThresholdPolicyResult(policy, acc, t_best, np.asarray(w), gap, rass.acceptance, tv)
+
+
+# ----------------------------------------------------------------------------------------
+# Two-level thresholds (P8.4)
+# ----------------------------------------------------------------------------------------
+
+
+class TwoLevelThresholdPolicy:
+    """Top child if its ``s >= t1``; else, if the top ``s >= t2``, rank ``j ~ w1``; else rank ``j ~ w2``.
+
+    Parameters
+    ----------
+    K : int
+    t1, t2 : float
+        Thresholds, ``t2 < t1``.
+    weights1, weights2 : array (K,)
+        Rank weights of the middle branch (``t2 <= max < t1``) and of the low branch (``max < t2``).
+
+    Notes
+    -----
+    With ``C_j = K C(K-1, j)``, ``n = K-1-j`` (proofs/P8-value-aware-policies.md, P8.4):
+    ``g = K phi Phi^(K-1)`` on ``s >= t1``;
+    ``g = sum_j w1_j C_j phi Phi^j (Phi(t1) - Phi)^n`` on ``t2 <= s < t1``;
+    ``g = sum_j w1_j C_j phi Phi^j [(Phi(t1)-Phi)^n - (Phi(t2)-Phi)^n] + sum_j w2_j C_j phi Phi^j (Phi(t2)-Phi)^n``
+    on ``s < t2``.  Linear in ``(w1, w2)``, each on its own simplex.
+    """
+
+    def __init__(self, K, t1, t2, weights1, weights2):
+        from .threshold import two_level_segments
+
+        self.K = check_K(K)
+        for name, v in (("t1", t1), ("t2", t2)):
+            if isinstance(v, bool) or not np.isscalar(v) or not np.isfinite(float(v)):
+                raise ValueError(f"{name} must be a finite real number, got {v!r}")
+        self.t1, self.t2 = float(t1), float(t2)
+        if not self.t2 < self.t1:
+            raise ValueError(f"t2 must be < t1, got t1={self.t1}, t2={self.t2}")
+        self.weights1 = check_weights(weights1, self.K, name="weights1")
+        self.weights2 = check_weights(weights2, self.K, name="weights2")
+        self.weights = np.concatenate([self.weights1, self.weights2])
+        self._segments = two_level_segments(self.K, self.t1, self.t2)
+
+    def acceptance(self, delta) -> float:
+        """Exact acceptance ``1 - TV(g, N(delta, 1))`` of this policy (P4.1-P4.2, P8.2)."""
+        from .mixture_tv import evaluate_tv
+
+        delta = check_delta(delta)
+        return evaluate_tv(self._segments, self.weights, delta, window=default_window(delta, self.K),
+                           spacing=grid_spacing(self.K), hessian=False).acceptance
+
+    def select(self, s, delta, rng):
+        s = _check_children(s, self.K)
+        rng = as_generator(rng)
+        n = s.shape[0]
+        rows = np.arange(n)
+        order = np.argsort(s, axis=1, kind="stable")
+        top_s = s[rows, order[:, -1]]
+        j1 = _draw_rank(self.weights1, n, rng)
+        j2 = _draw_rank(self.weights2, n, rng)
+        j = np.where(top_s >= self.t1, self.K - 1, np.where(top_s >= self.t2, j1, j2))
+        return order[rows, j]
+
+    def _segment_of(self, x):
+        return np.searchsorted(np.array([self.t2, self.t1]), x, side="right")
+
+    def selected_logpdf(self, delta, s):
+        d, s2, flat = _rows(delta, s)
+        x = s2.ravel()
+        out = np.empty(x.size)
+        k = self._segment_of(x)
+        with np.errstate(divide="ignore"):
+            lw = np.log(self.weights)
+        for idx, seg in enumerate(self._segments):
+            m = k == idx
+            if not np.any(m):
+                continue
+            lc = seg.log_components(x[m]) + lw
+            lf = seg.log_fixed(x[m])
+            if lf is not None:
+                lc = np.concatenate([lc, lf[:, None]], axis=1)
+            out[m] = logsumexp_rows(lc)
+        out = out.reshape(s2.shape)
+        return out[:, 0] if flat else out
+
+    def selected_cdf(self, delta, s):
+        d, s2, flat = _rows(delta, s)
+        x = s2.ravel()
+        F = np.zeros(x.size)
+        for seg in self._segments:
+            inside = x > seg.lo
+            if not np.any(inside):
+                continue
+            a = np.full(int(inside.sum()), seg.lo)
+            b = np.minimum(x[inside], seg.hi)
+            F[inside] += seg.component_masses(a, b) @ self.weights + seg.fixed_masses(a, b)
+        out = np.clip(F.reshape(s2.shape), 0.0, 1.0)
+        return out[:, 0] if flat else out
+
+
+@dataclass(frozen=True)
+class TwoLevelPolicyResult:
+    """Best two-level threshold policy found (exact acceptance; search over ``(t1, t2)`` not certified).
+
+    ``gap`` certifies the weights for the returned thresholds (cell-LP bound, P4.4).
+    """
+
+    policy: TwoLevelThresholdPolicy
+    acceptance: float
+    t1: float
+    t2: float
+    weights1: np.ndarray
+    weights2: np.ndarray
+    gap: float
+    tv: float
+    threshold_acceptance: float
+
+
+def _two_level_inner(K: int, delta: float, t1: float, t2: float, seeds=None):
+    from .mixture_tv import evaluate_tv
+    from .quadrature import exchange_lp
+    from .threshold import two_level_segments
+
+    segs = two_level_segments(K, t1, t2)
+    top = np.sqrt(2.0 * np.log(max(K, 2)))
+    window = default_window(delta, K)
+    ex = exchange_lp(segs, delta, window=window, lp_range=(-top - 5.0, max(delta, top) + 5.0),
+                     tol=1e-9, max_iter=5, spacing=grid_spacing(K), n_blocks=2, seed_crossings=seeds)
+    ev = evaluate_tv(segs, ex.weights, delta, window=window, spacing=grid_spacing(K), hessian=False)
+    return ev.acceptance, ex.weights, max(ev.tv - ex.lower_bound, 0.0), ev.tv, ev.crossings
+
+
+def optimal_two_level_policy(K, delta, *, n_grid: int = 6) -> TwoLevelPolicyResult:
+    """Two-level threshold policy: block cell LP in ``(w1, w2)``, grid + Nelder-Mead in ``(t1, t2)``.
+
+    Notes
+    -----
+    Starts from the best one-level threshold ``t*`` (:func:`optimal_threshold_policy`):
+    ``t1`` on ``t* + [-0.3, 1.2]``, ``t2`` on ``t1 - [0.1, 2.5]``, then Nelder-Mead on the best
+    grid point.  The returned acceptance is exact for the returned policy; the result is never
+    worse than the one-level optimum (returned as a degenerate two-level policy with ``t2`` far
+    below).  proofs/P8-value-aware-policies.md, P8.4.
+    """
+    from scipy.optimize import minimize
+
+    K = check_K(K)
+    delta = check_delta(delta)
+    one = optimal_threshold_policy(K, delta)
+    t0 = one.t if np.isfinite(one.t) else delta + 3.0
+    cache = {}
+
+    def value(t1, t2):
+        key = (round(float(t1), 12), round(float(t2), 12))
+        if key not in cache:
+            if not t2 < t1 - 1e-6:
+                return -1.0
+            cache[key] = _two_level_inner(K, delta, float(t1), float(t2))
+        return cache[key][0]
+
+    best = None
+    for t1 in t0 + np.linspace(-0.3, 1.2, n_grid):
+        for t2 in t1 - np.linspace(0.1, 2.5, n_grid):
+            v = value(t1, t2)
+            if best is None or v > best[0]:
+                best = (v, t1, t2)
+    res = minimize(lambda x: -value(x[0], x[1]), x0=[best[1], best[2]], method="Nelder-Mead",
+                   options={"xatol": 1e-4, "fatol": 1e-12, "maxfev": 60,
+                            "initial_simplex": [[best[1], best[2]], [best[1] + 0.1, best[2]],
+                                                [best[1], best[2] - 0.1]]})
+    key = max(cache, key=lambda k: cache[k][0])
+    acc, w, gap, tv, _ = cache[key]
+    t1, t2 = key
+    if acc < one.acceptance:
+        # degenerate two-level policy equal to the one-level optimum: same weights below t2
+        t1 = t0
+        t2 = t0 - 40.0
+        w = np.concatenate([one.weights, one.weights])
+        acc, gap, tv = one.acceptance, one.gap, one.tv
+    policy = TwoLevelThresholdPolicy(K, t1, t2, w[:K], w[K:])
+    return TwoLevelPolicyResult(policy, acc, t1, t2, w[:K], w[K:], gap, tv, one.acceptance)

@@ -55,20 +55,26 @@ class CellDualLP:
         First-choice cvxpy solver (HIGHS); CLARABEL is tried if it fails.
     """
 
-    def __init__(self, n_cells: int, n_weights: int, solver: str = "HIGHS"):
+    def __init__(self, n_cells: int, n_weights: int, solver: str = "HIGHS", n_blocks: int = 1):
         import cvxpy as cp
 
         self._cp = cp
         self.n_cells = n_cells
         self.n_weights = n_weights
+        self.n_blocks = n_blocks
         self.solver = solver
         self.rhs = cp.Parameter(n_cells, name="target_minus_fixed_mass")
         self.basis = cp.Parameter((n_cells, n_weights), name="component_mass")
         self.lam = cp.Variable(n_cells, name="lam")
-        t = cp.Variable(name="t")
-        self._rank_constraint = self.basis.T @ self.lam <= t
+        # weights come in n_blocks equal blocks, each on its own simplex (one t per block)
+        t = cp.Variable(n_blocks, name="t")
+        size = n_weights // n_blocks
+        expand = np.kron(np.eye(n_blocks), np.ones((size, 1)))     # (n_weights, n_blocks)
+        self._expand = expand
+        self._rank_constraint = self.basis.T @ self.lam <= expand @ t
         self.problem = cp.Problem(
-            cp.Maximize(self.rhs @ self.lam - t), [self._rank_constraint, self.lam >= 0, self.lam <= 1]
+            cp.Maximize(self.rhs @ self.lam - cp.sum(t)),
+            [self._rank_constraint, self.lam >= 0, self.lam <= 1],
         )
         if not self.problem.is_dcp(dpp=True):  # pragma: no cover - structural guarantee
             raise RuntimeError("the cell LP must be DPP")
@@ -98,15 +104,19 @@ class CellDualLP:
             if status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
                 w = np.clip(np.asarray(self._rank_constraint.dual_value, dtype=np.float64), 0, None)
                 lam = np.clip(np.asarray(self.lam.value, dtype=np.float64), 0.0, 1.0)
-                lb = float(lam @ r - np.max(B.T @ lam))
-                if w.sum() > 0 and np.all(np.isfinite(w)):
-                    return w / w.sum(), lb, status, solver
-        return np.full(self.n_weights, 1.0 / self.n_weights), -np.inf, status, "none"
+                per = (B.T @ lam).reshape(self.n_blocks, -1)
+                lb = float(lam @ r - per.max(axis=1).sum())
+                wb = w.reshape(self.n_blocks, -1)
+                tot = wb.sum(axis=1, keepdims=True)
+                if np.all(tot > 0) and np.all(np.isfinite(w)):
+                    return (wb / tot).ravel(), lb, status, solver
+        size = self.n_weights // self.n_blocks
+        return np.full(self.n_weights, 1.0 / size), -np.inf, status, "none"
 
 
 @functools.lru_cache(maxsize=64)
-def _cell_lp(n_cells: int, n_weights: int) -> CellDualLP:
-    return CellDualLP(n_cells, n_weights)
+def _cell_lp(n_cells: int, n_weights: int, n_blocks: int = 1) -> CellDualLP:
+    return CellDualLP(n_cells, n_weights, n_blocks=n_blocks)
 
 
 def cell_masses(segments: Sequence[Segment], delta: float, boundaries: np.ndarray):
@@ -152,6 +162,7 @@ def exchange_lp(
     max_iter: int = 6,
     spacing: float = 0.04,
     seed_crossings: np.ndarray | None = None,
+    n_blocks: int = 1,
 ) -> ExchangeResult:
     """Cell LP with boundaries moved onto the crossings of the current weights (P4.5).
 
@@ -164,7 +175,7 @@ def exchange_lp(
     base = np.linspace(lp_range[0], lp_range[1], n_base)
     ends = [s.lo for s in segments[1:]]
     n_cells_max = n_base + len(ends) + 11 * (2 * J + 8) + 2
-    lp = _cell_lp(n_cells_max, J)
+    lp = _cell_lp(n_cells_max, J, n_blocks)
     offsets = np.array([1e-1, 3e-2, 1e-2, 3e-3, 1e-3])
     crossings = np.zeros(0)
     if seed_crossings is not None and np.size(seed_crossings):

@@ -19,7 +19,7 @@ from scipy.special import betainc, gammaln, log_ndtr, ndtr
 
 from .mixture_tv import log_phi
 
-__all__ = ["ThresholdLowerSegment", "ThresholdUpperSegment", "threshold_segments",
+__all__ = ["ThresholdLowerSegment", "ThresholdUpperSegment", "threshold_segments", "two_level_segments",
            "normal_interval_mass", "log_normal_interval_mass"]
 
 
@@ -113,3 +113,92 @@ def threshold_segments(K: int, t: float):
 
         return [RankSegment(K)]
     return [ThresholdLowerSegment(K, t), ThresholdUpperSegment(K, t)]
+
+
+# ----------------------------------------------------------------------------------------
+# Two-level threshold family (P8.4): top child if max >= t1; else, if max >= t2, rank ~ w1;
+# else rank ~ w2.  Components: block 1 (K densities D1_j), block 2 (K densities D2_j).
+# ----------------------------------------------------------------------------------------
+
+
+def _log_diff_pow(log_a, log_b, n):
+    """``log(a^n - b^n)`` for ``a >= b >= 0`` (``-inf`` when ``n = 0`` or ``a = b``)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = n * log_a + np.log(-np.expm1(n * (log_b - log_a)))
+    return np.where(n == 0, -np.inf, out)
+
+
+class TwoLevelBelowSegment:
+    """``s < t2``: ``D1_j = C phi Phi^j [(Phi(t1)-Phi)^n - (Phi(t2)-Phi)^n]``, ``D2_j = C phi Phi^j (Phi(t2)-Phi)^n``."""
+
+    def __init__(self, K: int, t1: float, t2: float):
+        self.K, self.t1, self.t2 = K, float(t1), float(t2)
+        self.lo, self.hi = -np.inf, float(t2)
+        self.n_components = 2 * K
+        self._l1, self._l2 = ThresholdLowerSegment(K, t1), ThresholdLowerSegment(K, t2)
+
+    def log_components(self, s):
+        s = np.asarray(s, dtype=np.float64)
+        K, j = self.K, self._l1._j
+        n = K - 1 - j
+        base = log_phi(s)[:, None] + self._l1._log_coef + j * log_ndtr(s)[:, None]
+        la = log_normal_interval_mass(s, self.t1)[:, None]
+        lb = log_normal_interval_mass(s, self.t2)[:, None]
+        d1 = base + _log_diff_pow(la, lb, n)
+        with np.errstate(invalid="ignore"):
+            d2 = base + np.where(n == 0, 0.0, n * lb)
+        return np.concatenate([d1, d2], axis=1)
+
+    def log_fixed(self, s):
+        return None
+
+    def component_masses(self, a, b):
+        m1 = self._l1.component_masses(a, b)
+        m2 = self._l2.component_masses(a, b)
+        return np.concatenate([np.clip(m1 - m2, 0.0, None), m2], axis=1)
+
+    def fixed_masses(self, a, b):
+        return np.zeros(np.asarray(a).shape)
+
+
+class TwoLevelMiddleSegment:
+    """``t2 <= s < t1``: ``D1_j = C phi Phi^j (Phi(t1)-Phi)^n`` (block 1 only)."""
+
+    def __init__(self, K: int, t1: float, t2: float):
+        self.K, self.t1, self.t2 = K, float(t1), float(t2)
+        self.lo, self.hi = float(t2), float(t1)
+        self.n_components = 2 * K
+        self._l1 = ThresholdLowerSegment(K, t1)
+
+    def log_components(self, s):
+        d1 = self._l1.log_components(s)
+        return np.concatenate([d1, np.full(d1.shape, -np.inf)], axis=1)
+
+    def log_fixed(self, s):
+        return None
+
+    def component_masses(self, a, b):
+        m1 = self._l1.component_masses(a, b)
+        return np.concatenate([m1, np.zeros(m1.shape)], axis=1)
+
+    def fixed_masses(self, a, b):
+        return np.zeros(np.asarray(a).shape)
+
+
+class _WideUpper(ThresholdUpperSegment):
+    def __init__(self, K, t):
+        super().__init__(K, t)
+        self.n_components = 2 * K
+
+    def log_components(self, s):
+        return np.full((np.asarray(s).size, 2 * self.K), -np.inf)
+
+    def component_masses(self, a, b):
+        return np.zeros((np.asarray(a).size, 2 * self.K))
+
+
+def two_level_segments(K: int, t1: float, t2: float):
+    """Segments of the two-level family (``t2 < t1``); weights ``(w1, w2)``, each on a simplex."""
+    if not t2 < t1:
+        raise ValueError(f"two-level thresholds need t2 < t1, got t1={t1}, t2={t2}")
+    return [TwoLevelBelowSegment(K, t1, t2), TwoLevelMiddleSegment(K, t1, t2), _WideUpper(K, t1)]

@@ -9,6 +9,7 @@ from rass_theory.optimize.policies import (
     RankPolicy,
     SelectionPolicy,
     ThresholdRankPolicy,
+    TwoLevelThresholdPolicy,
     optimal_threshold_policy,
     threshold_acceptance,
 )
@@ -25,7 +26,15 @@ POLICIES = [
     ThresholdRankPolicy(3, 0.4, [0.5, 0.1, 0.4]),
     ThresholdRankPolicy(4, -0.3, [0.0, 0.6, 0.0, 0.4]),
     ThresholdRankPolicy(3, np.inf, [0.2, 0.3, 0.5]),
+    TwoLevelThresholdPolicy(3, 1.1, 0.2, [0.3, 0.3, 0.4], [0.1, 0.2, 0.7]),
 ]
+
+
+def _breaks(policy):
+    if isinstance(policy, TwoLevelThresholdPolicy):
+        return [policy.t2, policy.t1]
+    t = getattr(policy, "t", np.inf)
+    return [t] if np.isfinite(t) else []
 
 
 class TestValidation:
@@ -38,6 +47,10 @@ class TestValidation:
     def test_bad_threshold(self):
         with pytest.raises(ValueError, match="t must"):
             ThresholdRankPolicy(3, np.nan, [1 / 3] * 3)
+        with pytest.raises(ValueError, match="t2 must be < t1"):
+            TwoLevelThresholdPolicy(3, 0.0, 0.5, [1 / 3] * 3, [1 / 3] * 3)
+        with pytest.raises(ValueError, match="weights2"):
+            TwoLevelThresholdPolicy(3, 1.0, 0.5, [1 / 3] * 3, [0.5, 0.5])
 
     def test_bad_children_shape(self):
         with pytest.raises(ValueError, match="shape"):
@@ -51,7 +64,7 @@ class TestSelectedLaw:
 
     def test_density_integrates_to_one_and_matches_cdf(self, policy):
         pdf = lambda x: float(np.exp(policy.selected_logpdf(np.array([0.0]), np.array([x]))[0]))
-        brk = [policy.t] if getattr(policy, "t", np.inf) < np.inf else []
+        brk = _breaks(policy)
         total = sum(quad(pdf, a, b, limit=200)[0] for a, b in
                     zip([-np.inf] + brk, brk + [np.inf]))
         assert total == pytest.approx(1.0, abs=1e-9)
@@ -89,13 +102,12 @@ class TestSelectedLaw:
         s = np.linspace(-5, 6, 2001)
         g = np.exp(policy.selected_logpdf(np.zeros(s.size), s))
         f = norm.pdf(s - delta)
-        w = policy.weights
-        acc = threshold_acceptance(policy.K, delta, getattr(policy, "t", np.inf), w)
+        acc = policy.acceptance(delta)
         tv = 1 - acc
         residual = np.clip(f - g, 0, None) / tv
         np.testing.assert_allclose(g * np.minimum(1, f / g) + tv * residual, f, atol=1e-15)
         # and the exact acceptance equals int min(f, g)
-        brk = [policy.t] if getattr(policy, "t", np.inf) < np.inf else []
+        brk = _breaks(policy)
         pdf = lambda x: float(np.exp(policy.selected_logpdf(np.array([0.0]), np.array([x]))[0]))
         m = sum(quad(lambda x: min(norm.pdf(x - delta), pdf(x)), a, b, limit=400)[0]
                 for a, b in zip([-np.inf] + brk, brk + [np.inf]))
@@ -112,6 +124,23 @@ class TestOptimalThreshold:
         assert res.acceptance == pytest.approx(
             threshold_acceptance(2, 1.0, res.t, res.weights), abs=1e-12)
         assert isinstance(res.policy, ThresholdRankPolicy)
+
+    def test_threshold_acceptance_helper_agrees(self):
+        pol = ThresholdRankPolicy(3, 0.7, [0.2, 0.3, 0.5])
+        assert threshold_acceptance(3, 0.9, 0.7, [0.2, 0.3, 0.5]) == pol.acceptance(0.9)
+
+    def test_rank_policy_acceptance_is_rass(self):
+        res = optimal_rank_weights(3, 0.6)
+        assert RankPolicy(res.weights).acceptance(0.6) == pytest.approx(res.acceptance, abs=1e-14)
+
+    @pytest.mark.slow
+    def test_two_level_closes_part_of_the_gap(self):
+        from rass_theory.optimize.policies import optimal_two_level_policy
+
+        res = optimal_two_level_policy(4, 0.5)
+        assert res.acceptance > res.threshold_acceptance + 1e-3
+        assert res.acceptance <= _bound(4, 0.5) + 1e-9
+        assert res.policy.acceptance(0.5) == pytest.approx(res.acceptance, abs=1e-14)
 
     @pytest.mark.slow
     def test_design_value_K4_delta1(self):
