@@ -357,6 +357,7 @@ class RASSVerifier(_TorchVerifier):
         u = batch.uniform(batch.n, 3)
         w = self._device_weights(batch)
         child, _ = _select_rank(batch, w, u[:, 0])
+        child = torch.where(batch.degenerate, torch.zeros_like(child), child)   # degenerate: child 0
         law = _math.rank_law(w.contiguous())
         accepted, new_s = _accept_and_correct(batch, law, child, u[:, 1], u[:, 2], self.residual_options)
         return finish(batch, child, accepted, new_s)
@@ -456,6 +457,7 @@ class ThresholdVerifier(_TorchVerifier):
         top = order[:, -1]
         above = batch.s.gather(1, top[:, None])[:, 0] >= t_rows
         child = torch.where(above, top, rank_child)
+        child = torch.where(batch.degenerate, torch.zeros_like(child), child)   # degenerate: child 0
         law = _math.threshold_law(w, t_rows)
         accepted, new_s = _accept_and_correct(batch, law, child, u[:, 1], u[:, 2], self.residual_options)
         return finish(batch, child, accepted, new_s)
