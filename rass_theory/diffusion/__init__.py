@@ -12,13 +12,17 @@ Public names: :class:`GaussianMixture`, :func:`speculative_sample`, :func:`plain
 """
 from __future__ import annotations
 
+from .exactness import RunComparison, compare_to_plain, energy_distance_test, occupancy_test, radial_test
 from .mixture import GaussianMixture
 from .plain import plain_sample
 from .schedule import ChurnSchedule
 from .speculative import NodeRecord, RoundRecord, SpeculativeResult, speculative_sample
+from .theory import SpeedupPrediction, acceptance_curve, predict_speedup
 from .trees import BUDGETS, TreeShape, matched_chain
 
 __all__ = [
     "GaussianMixture", "plain_sample", "speculative_sample", "SpeculativeResult", "RoundRecord",
-    "NodeRecord", "ChurnSchedule", "TreeShape", "matched_chain", "BUDGETS",
+    "NodeRecord", "ChurnSchedule", "TreeShape", "matched_chain", "BUDGETS", "compare_to_plain",
+    "energy_distance_test", "occupancy_test", "radial_test", "RunComparison", "predict_speedup",
+    "acceptance_curve", "SpeedupPrediction",
 ]
