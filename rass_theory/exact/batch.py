@@ -27,10 +27,13 @@ Accuracy and guarantees (proof ``proofs/P7-selected-law.md``)
   rule selecting one of ``K`` iid normals).  Two crossings closer than the grid spacing, inside
   one cell, can be missed; the mass of ``f - g`` between them is third order in their distance.
   Spacing: generic ``2 L / (grid_size - 1) = 0.05`` by default; RASS :func:`grid_spacing`
-  ``min(0.05, 0.5 / K)``, on one grid shared by all rows (the scaled rank basis is computed
-  once and ``g_w/phi`` for all rows is one matrix product).  The spacing is an empirical choice
-  checked by ``tests/exact/test_batch.py::TestCrossingGrid`` (a ten times finer grid finds the
-  same crossings and TV to ``1e-12``).
+  ``min(0.1, 1 / K)``, on one grid shared by all rows (the scaled rank basis is computed once
+  and ``g_w/phi`` for all rows is one matrix product).  Pairs of crossings inside one cell are
+  found when ``|h|`` has a discrete local minimum next to them whose distance to zero is within
+  eight times the grid curvature (:func:`_dip_candidates`): a golden-section search of that
+  cell splits it.  What can still be missed is a pair inside one cell where ``h`` has two or
+  more critical points; ``tests/exact/test_batch.py::TestCrossingGrid`` checks against a grid
+  twenty times finer (same crossings, TV to ``1e-12``).
 * Masses: ``int_a^b (f - g) = [D(b) - D(a)] - [E(b) - E(a)]`` with ``D = Phi(. - delta) - Phi``
   (:func:`rass_theory.exact.normal.shift_difference`, relative accuracy) and
   ``E = G - Phi``; with the excess forms the masses keep relative accuracy ``~1e-14`` even at
@@ -338,19 +341,111 @@ def _brackets_from_signs(rows, a_vals, b_vals, fa_vals, fb_vals, n):
     return a, b, fa, fb, counts, slot
 
 
-def _assemble_intervals(restrict, delta, brackets, first_positive, grid_lo, grid_hi):
-    """Refine the brackets, then the closed-form masses of the positive intervals.
+def _dip_candidates(h):
+    """Grid points where ``|h|`` has a discrete local minimum that may hide a pair of crossings.
+
+    ``h`` has shape ``(R, m)``.  Point ``k`` qualifies when ``h`` has one sign at ``k - 1, k, k + 1``,
+    ``sigma h_k < sigma h_{k-1}``, ``sigma h_k <= sigma h_{k+1}`` (``sigma`` the sign) and
+    ``sigma h_k <= h_{k-1} - 2 h_k + h_{k+1}`` (scaled by ``sigma``): the distance to zero is within
+    eight times the largest depth a parabola through the three values can reach below ``h_k``.
+    Returns row and column indices.
+    """
+    if h.shape[1] < 3:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    pos = h > 0
+    sig = np.where(pos[:, 1:-1], 1.0, -1.0)
+    gl, gm, gr = sig * h[:, :-2], sig * h[:, 1:-1], sig * h[:, 2:]
+    same = (pos[:, :-2] == pos[:, 1:-1]) & (pos[:, 1:-1] == pos[:, 2:])
+    with np.errstate(invalid="ignore"):  # inf - inf where g underflows: not a candidate
+        cand = same & (gm < gl) & (gm <= gr) & (gm <= gl - 2.0 * gm + gr)
+    r, c = np.nonzero(cand)
+    return r, c + 1
+
+
+_GOLD = 0.5 * (np.sqrt(5.0) - 1.0)
+
+
+def _split_dips(h_restrict, n, rows, lo, hi, h_lo, h_hi, *, n_iter=48):
+    """Golden-section search of ``sigma h`` on candidate intervals ``[lo, hi]`` (one sign at both ends).
+
+    Where a point of the opposite sign is found (a pair of crossings that the grid stepped over),
+    returns the two new brackets ``[lo, x]`` and ``[x, hi]`` as flat arrays
+    ``(rows, a, b, fa, fb)``.  After ``n_iter`` iterations the search interval is
+    ``0.618^48 ~ 1e-10`` of the cell: pairs of crossings closer than that stay unresolved, and the
+    mass of ``f - g`` between them is below ``~1e-30``.
+    """
+    empty = (np.zeros(0, np.intp), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
+    if rows.size == 0:
+        return empty
+    order = np.argsort(rows, kind="stable")
+    rows, lo, hi, h_lo, h_hi = rows[order], lo[order], hi[order], h_lo[order], h_hi[order]
+    urows, counts = np.unique(rows, return_counts=True)
+    C = int(counts.max())
+    slot = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    ridx = np.repeat(np.arange(urows.size), counts)
+    A = np.zeros((urows.size, C))
+    B = np.zeros((urows.size, C))
+    A[ridx, slot] = lo
+    B[ridx, slot] = hi
+    sig = np.ones((urows.size, C))
+    sig[ridx, slot] = np.where(h_lo > 0, 1.0, -1.0)
+    hfun = h_restrict(urows) if urows.size < n else h_restrict(None)
+
+    def g(x):
+        return sig * hfun(x)
+
+    x1 = B - _GOLD * (B - A)
+    x2 = A + _GOLD * (B - A)
+    g1, g2 = g(x1), g(x2)
+    best_x = np.where(g1 <= g2, x1, x2)
+    best_g = np.minimum(g1, g2)
+    for _ in range(n_iter):
+        found = best_g < 0
+        left = g1 <= g2  # minimum in [A, x2]
+        B = np.where(left, x2, B)
+        A = np.where(left, A, x1)
+        x2n = np.where(left, x1, A + _GOLD * (B - A))
+        x1n = np.where(left, B - _GOLD * (B - A), x2)
+        g_keep = np.where(left, g1, g2)
+        x_new = np.where(left, x1n, x2n)
+        g_new = g(x_new)
+        g1 = np.where(left, g_new, g_keep)
+        g2 = np.where(left, g_keep, g_new)
+        x1, x2 = x1n, x2n
+        better = (g_new < best_g) & ~found
+        best_x = np.where(better, x_new, best_x)
+        best_g = np.where(better, g_new, best_g)
+        if np.all(best_g[ridx, slot] < 0):
+            break
+    hit = best_g[ridx, slot] < 0
+    if not np.any(hit):
+        return empty
+    xs = best_x[ridx, slot][hit]
+    hx = (sig[ridx, slot] * best_g[ridx, slot])[hit]
+    r = rows[hit]
+    return (np.concatenate([r, r]), np.concatenate([lo[hit], xs]), np.concatenate([xs, hi[hit]]),
+            np.concatenate([h_lo[hit], hx]), np.concatenate([hx, h_hi[hit]]))
+
+
+def _assemble_intervals(restrict, delta, changes, dips, first_positive, grid_lo, grid_hi):
+    """Split hidden crossing pairs, refine all brackets, then the closed-form interval masses.
 
     ``restrict(idx)`` returns ``(log_ratio, cdf_excess)`` for the rows ``idx`` (``None``: all).
+    ``changes = (rows, a, b, fa, fb)`` are the grid cells where ``h`` changes sign;
+    ``dips = (rows, lo, hi, h_lo, h_hi)`` the candidate cells of :func:`_dip_candidates`.
     """
     log_ratio, cdf_excess = restrict(None)
+    n = delta.shape[0]
 
     def h_restrict(idx):
         lr, _ = restrict(idx)
         return _h_function(lr, delta if idx is None else delta[idx])
 
+    extra = _split_dips(h_restrict, n, *dips)
+    rows, a_v, b_v, fa_v, fb_v = (np.concatenate([x, y]) for x, y in zip(changes, extra))
+    order = np.lexsort((a_v, rows))
+    brackets = _brackets_from_signs(rows[order], a_v[order], b_v[order], fa_v[order], fb_v[order], n)
     a, b, fa, fb, counts, slot = brackets
-    n = delta.shape[0]
     C = a.shape[1]
     rows = np.repeat(np.arange(n), counts)
     bounds = np.full((n, C + 2), np.inf)
@@ -412,9 +507,12 @@ def residual_intervals_generic(
     hg = np.where(np.isnan(hg), 0.0, hg)
     pos = hg > 0
     rows, cols = np.nonzero(pos[:, 1:] != pos[:, :-1])
-    brackets = _brackets_from_signs(rows, grid[rows, cols], grid[rows, cols + 1], hg[rows, cols], hg[rows, cols + 1], n)
+    changes = (rows, grid[rows, cols], grid[rows, cols + 1], hg[rows, cols], hg[rows, cols + 1])
+    dr, dk = _dip_candidates(hg)
+    dips = (dr, grid[dr, dk - 1], grid[dr, dk + 1], hg[dr, dk - 1], hg[dr, dk + 1])
     lr_r, ce_r = _full_rows(log_ratio, n), _full_rows(cdf_excess, n)
-    return _assemble_intervals(lambda idx: (lr_r(idx), ce_r(idx)), delta, brackets, pos[:, 0], grid[:, 0], grid[:, -1])
+    return _assemble_intervals(lambda idx: (lr_r(idx), ce_r(idx)), delta, changes, dips, pos[:, 0],
+                               grid[:, 0], grid[:, -1])
 
 
 def _full_rows(fn, n):
@@ -613,15 +711,17 @@ def _rass_restrict(w):
 
 
 def grid_spacing(K: int) -> float:
-    """Default crossing-search spacing for RASS with ``K`` children: ``min(0.05, 0.5 / K)``.
+    """Default crossing-search spacing for RASS with ``K`` children: ``min(0.1, 1 / K)``.
 
     Notes
     -----
-    Empirically (``tests/exact/test_batch.py::TestCrossingGrid``), for weights drawn from
-    Dirichlet distributions the closest pair of crossings is ``>= ~2/K``, so this spacing keeps
-    a margin of about four.
+    A pair of crossings inside one grid cell is still found when ``h`` has a single extremum
+    near it (:func:`_dip_candidates`, :func:`_split_dips`), which is the generic way two
+    crossings come close (a near tangency, typical of optimal weights).  Empirically
+    (``tests/exact/test_batch.py::TestCrossingGrid``) a grid twenty times finer finds the same
+    crossings and TV for Dirichlet and optimal weights; four times coarser still does.
     """
-    return min(0.05, 0.5 / K)
+    return min(0.1, 1.0 / K)
 
 
 def _rass_brackets(w, delta, half_width, spacing):
@@ -654,6 +754,7 @@ def _rass_brackets(w, delta, half_width, spacing):
         return np.exp(bl - sc[:, None]), sc
 
     rows_all, cols_all, h_lo, h_hi = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)], [np.zeros(0)], [np.zeros(0)]
+    dip_rows, dip_cols, dip_lo, dip_hi = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)], [np.zeros(0)], [np.zeros(0)]
     first_positive = np.empty(n, dtype=bool)
     shared = w.ndim == 1
     blocks = [slice(c0, min(m, c0 + col_block)) for c0 in range(0, m, col_block)]
@@ -698,10 +799,18 @@ def _rass_brackets(w, delta, half_width, spacing):
         cols_all.append(c)
         h_lo.append(h[r, c])
         h_hi.append(h[r, c + 1])
+        dr, dk = _dip_candidates(h)
+        dip_rows.append(dr + start)
+        dip_cols.append(dk)
+        dip_lo.append(h[dr, dk - 1])
+        dip_hi.append(h[dr, dk + 1])
     rows = np.concatenate(rows_all)
     cols = np.concatenate(cols_all)
-    brackets = _brackets_from_signs(rows, s[cols], s[cols + 1], np.concatenate(h_lo), np.concatenate(h_hi), n)
-    return brackets, first_positive, np.full(n, lo), np.full(n, hi)
+    changes = (rows, s[cols], s[cols + 1], np.concatenate(h_lo), np.concatenate(h_hi))
+    dr = np.concatenate(dip_rows)
+    dk = np.concatenate(dip_cols)
+    dips = (dr, s[dk - 1], s[dk + 1], np.concatenate(dip_lo), np.concatenate(dip_hi))
+    return changes, dips, first_positive, np.full(n, lo), np.full(n, hi)
 
 
 def residual_intervals(weights, delta, *, half_width: float = DEFAULT_HALF_WIDTH, spacing: float | None = None):
@@ -734,9 +843,9 @@ def _rass_intervals(w, d, half_width, spacing):
     if spacing is None:
         spacing = grid_spacing(w.shape[-1])
     log_ratio, cdf_excess = _rass_callables(w)
-    brackets, first_positive, glo, ghi = _rass_brackets(w, d, half_width, spacing)
+    changes, dips, first_positive, glo, ghi = _rass_brackets(w, d, half_width, spacing)
     restrict = _rass_restrict(w)
-    return _assemble_intervals(restrict, d, brackets, first_positive, glo, ghi), log_ratio, cdf_excess
+    return _assemble_intervals(restrict, d, changes, dips, first_positive, glo, ghi), log_ratio, cdf_excess
 
 
 def sample_residual(weights, delta, u, *, half_width: float = DEFAULT_HALF_WIDTH, spacing: float | None = None):

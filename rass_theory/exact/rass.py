@@ -59,7 +59,8 @@ def crossings(weights, delta) -> np.ndarray:
     Notes
     -----
     Sign changes of ``h = log f - log g_w`` on a grid over ``[-10, 10] U [delta - 10, delta + 10]``
-    (spacing ``min(0.05, 0.5/K)``, :func:`rass_theory.exact.batch.grid_spacing`), refined to a bracket of relative width ``4 eps``.  Crossings outside
+    (spacing ``min(0.1, 1/K)``, :func:`rass_theory.exact.batch.grid_spacing`, with a search for
+    pairs of crossings hidden inside one cell near a local minimum of ``|h|``), refined to a bracket of relative width ``4 eps``.  Crossings outside
     that range, where both densities carry mass below ``(K + 1) Phi(-10)``, are not reported.
     """
     return residual_law(weights, delta).crossings.copy()

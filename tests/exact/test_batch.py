@@ -132,7 +132,7 @@ class TestDegenerate:
 
 
 class TestCrossingGrid:
-    """The default grid spacing finds every crossing a ten times finer grid finds."""
+    """The default grid finds every crossing a twenty times finer grid finds."""
 
     @pytest.mark.parametrize("K", [2, 5, 16])
     def test_default_spacing_against_finer_grid(self, K):
@@ -140,6 +140,19 @@ class TestCrossingGrid:
         W = np.concatenate([rng.dirichlet(np.full(K, a), size=20) for a in (0.1, 1.0, 10.0)])
         d = np.exp(rng.uniform(np.log(1e-3), np.log(20), W.shape[0]))
         coarse = batch.residual_intervals(W, d)
-        fine = batch.residual_intervals(W, d, spacing=batch.grid_spacing(K) / 10)
+        fine = batch.residual_intervals(W, d, spacing=batch.grid_spacing(K) / 20)
         assert np.array_equal(coarse.n_crossings, fine.n_crossings)
         assert np.allclose(coarse.total, fine.total, rtol=1e-12, atol=1e-15)
+
+    def test_pair_inside_one_cell_is_found(self):
+        # h(s) = (s - 0.3)^2 - 1e-6 near 0.3: two crossings 2e-3 apart, grid spacing 0.05
+        delta = np.array([0.8])
+
+        def log_ratio(x):
+            return 0.8 * x - 0.32 - ((x - 0.3) ** 2 - 1e-6)
+
+        ri = batch.residual_intervals_generic(log_ratio, lambda x: np.zeros_like(x), delta)
+        c = ri.crossings[0]
+        assert ri.n_crossings[0] == 2
+        assert np.allclose(c, [0.299, 0.301], atol=1e-12)
+        assert list(ri.positive[0]) == [True, False, True]
