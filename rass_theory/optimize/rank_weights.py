@@ -486,7 +486,15 @@ INTERPOLATION_GRID = np.concatenate([
 class OptimalWeightsInterpolator:
     """Deterministic map ``delta (n,) -> weights (n, K)`` by piecewise-linear interpolation.
 
-    The grid weights are optimal (certified) at :data:`INTERPOLATION_GRID`; between grid
+    Parameters
+    ----------
+    K : int
+    grid : array, optional
+        Deltas at which to solve (0 is always added); default :data:`INTERPOLATION_GRID`.
+
+    Notes
+    -----
+    The grid weights are optimal (certified) at the grid deltas; between grid
     points the convex combination of two simplex vectors stays on the simplex; beyond the
     last point the last weights are held.  RASS is exact for any weights, so interpolation
     only costs optimality (measured in ``bench/bench_optimal_weights.py``).
@@ -497,13 +505,25 @@ class OptimalWeightsInterpolator:
     grid : ndarray (G,)
     weights : ndarray (G, K)
     acceptance : ndarray (G,)
+        Exact acceptance at the grid weights.
+    gap : ndarray (G,)
+        Certified gap of each grid solution.
+    solvers : tuple of str
+        How each grid point was solved.
     """
 
-    def __init__(self, K: int):
-        self.K = K
-        self.grid = INTERPOLATION_GRID.copy()
+    def __init__(self, K: int, grid=None):
+        self.K = check_K(K, maximum=_MAX_K)
+        if grid is None:
+            grid = INTERPOLATION_GRID
+        grid = np.unique(np.concatenate([[0.0], check_delta(grid, name="grid", allow_array=True)]))
+        if grid.size < 2:
+            raise ValueError("grid must contain at least one positive delta")
+        self.grid = grid
         W = np.empty((self.grid.size, K))
         acc = np.empty(self.grid.size)
+        gaps = np.empty(self.grid.size)
+        solvers = []
         prev = None
         for i, d in enumerate(self.grid):
             if K == 1 or d <= DEGENERATE_DELTA:
@@ -519,11 +539,16 @@ class OptimalWeightsInterpolator:
                                  None if prev is None else prev.crossings, near=False)
             W[i] = res.weights
             acc[i] = res.acceptance
+            gaps[i] = res.gap
+            solvers.append(res.solver)
             prev = res
         self.weights = W
         self.weights.setflags(write=False)
         self.acceptance = acc
         self.acceptance.setflags(write=False)
+        self.gap = gaps
+        self.gap.setflags(write=False)
+        self.solvers = tuple(solvers)
 
     def __call__(self, delta) -> np.ndarray:
         d = np.atleast_1d(check_delta(delta, allow_array=True)).astype(np.float64)
@@ -553,6 +578,7 @@ def optimal_weights_interpolator(K) -> OptimalWeightsInterpolator:
     Returns
     -------
     OptimalWeightsInterpolator
+        (Build one with a denser ``grid=`` directly for a smaller interpolation loss.)
         Callable ``delta (n,) -> weights (n, K)`` on the simplex, deterministic.
 
     Notes

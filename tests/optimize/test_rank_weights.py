@@ -192,3 +192,20 @@ class TestAgainstTheoryA:
         res = optimal_rank_weights(K, delta)
         assert abs(res.acceptance - rass.rass_acceptance(res.weights, delta)) < 1e-12
         assert abs(res.tv - rass.rass_tv(res.weights, delta)) < 1e-12
+
+
+class TestCustomGrid:
+    def test_custom_grid_interpolates_linearly(self):
+        from rass_theory.optimize.rank_weights import OptimalWeightsInterpolator
+
+        interp = OptimalWeightsInterpolator(3, grid=[0.5, 1.0])
+        assert interp.grid.tolist() == [0.0, 0.5, 1.0]
+        assert np.all(interp.gap < 1e-9)
+        np.testing.assert_allclose(interp(np.array([0.75]))[0], interp.weights[1:].mean(axis=0), atol=1e-15)
+        np.testing.assert_allclose(interp(np.array([3.0]))[0], interp.weights[-1])
+
+    def test_bad_grid(self):
+        from rass_theory.optimize.rank_weights import OptimalWeightsInterpolator
+
+        with pytest.raises(ValueError, match="grid"):
+            OptimalWeightsInterpolator(3, grid=[-1.0, 0.5])
