@@ -353,11 +353,12 @@ def _dip_candidates(h):
     if h.shape[1] < 3:
         return np.zeros(0, np.intp), np.zeros(0, np.intp)
     pos = h > 0
-    sig = np.where(pos[:, 1:-1], 1.0, -1.0)
-    gl, gm, gr = sig * h[:, :-2], sig * h[:, 1:-1], sig * h[:, 2:]
-    same = (pos[:, :-2] == pos[:, 1:-1]) & (pos[:, 1:-1] == pos[:, 2:])
+    ah = np.abs(h)  # sigma h, given one sign at the three points
+    gl, gm, gr = ah[:, :-2], ah[:, 1:-1], ah[:, 2:]
     with np.errstate(invalid="ignore"):  # inf - inf where g underflows: not a candidate
-        cand = same & (gm < gl) & (gm <= gr) & (gm <= gl - 2.0 * gm + gr)
+        cand = (gm < gl) & (gm <= gr)
+        cand &= gm <= gl - 2.0 * gm + gr
+    cand &= (pos[:, :-2] == pos[:, 1:-1]) & (pos[:, 1:-1] == pos[:, 2:])
     r, c = np.nonzero(cand)
     return r, c + 1
 
