@@ -1,6 +1,7 @@
 """Helpers shared by the figure modules: argument checks and progress reporting."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -63,3 +64,26 @@ def iter_progress(items: Iterable, callback: ProgressFn | None):
     for item in items:
         yield item
         prog.step()
+
+
+@functools.lru_cache(maxsize=4096)
+def optimal_weights_cached(K: int, delta: float):
+    """``rt.optimal_rank_weights(K, delta)``, memoised: the acceptance, weights and tree figures
+    of one report share the same (K, delta) cells, and each solve is a convex program."""
+    import rass_theory as rt
+
+    return rt.optimal_rank_weights(int(K), float(delta))
+
+
+def rass_acceptance(K: int, delta: float) -> float:
+    """Exact RASS acceptance at the optimal weights, through :func:`optimal_weights_cached`.
+
+    Equals ``rt.acceptance("rass", K, delta)``: the acceptance is evaluated exactly at the
+    optimiser's returned weights (DESIGN 4).
+    """
+    import rass_theory as rt
+
+    if K == 1:
+        return float(rt.acceptance("rass", 1, delta))
+    res = optimal_weights_cached(int(K), float(delta))
+    return float(rt.acceptance("rass", int(K), float(delta), weights=res.weights))

@@ -23,13 +23,17 @@ __all__ = ["read_sweep_csv", "embedded_sweep", "plot_gm_speedup"]
 
 _VERIFIER_COLS = ("verifier", "rule", "arm", "method")
 _SE_COLS = ("speedup_se", "se", "speedup_stderr")
+_K_COLS = ("K", "base_K")
+_L_COLS = ("L", "base_L")
+_PRED_COLS = ("predicted_speedup", "predicted")
 
 
 def read_sweep_csv(path) -> Table:
-    """Read a speedup CSV: columns ``verifier`` (or ``rule``/``arm``), ``K``, ``L``, ``speedup``.
+    """Read a speedup CSV such as ``rass-theory sweep-gm`` writes.
 
-    Optional columns: ``speedup_se`` (or ``se``) and ``budget`` (panels, one per budget matching).
-    Rows whose ``K`` is not an integer (per-depth widths such as ``"2-2-1"``) keep it as text.
+    Required columns: ``verifier`` (or ``rule``/``arm``), ``K`` (or ``base_K``), ``L`` (or
+    ``base_L``) and ``speedup``. Optional: ``speedup_se`` (or ``se``), ``predicted_speedup``
+    (drawn as a marker) and ``budget`` (one panel per budget matching). ``K`` is kept as text.
     """
     path = Path(path)
     try:
@@ -41,7 +45,11 @@ def read_sweep_csv(path) -> Table:
         raise ValueError(f"gm_csv {str(path)!r} holds no rows")
     cols = set(records[0])
     vcol = next((c for c in _VERIFIER_COLS if c in cols), None)
-    missing = [c for c in ("K", "L", "speedup") if c not in cols] + ([] if vcol else ["verifier"])
+    kcol = next((c for c in _K_COLS if c in cols), None)
+    lcol = next((c for c in _L_COLS if c in cols), None)
+    pcol = next((c for c in _PRED_COLS if c in cols), None)
+    missing = ([] if kcol else ["K"]) + ([] if lcol else ["L"]) + ([] if "speedup" in cols else ["speedup"]) + (
+        [] if vcol else ["verifier"])
     if missing:
         raise ValueError(f"gm_csv {str(path)!r} lacks column(s) {missing}; it has {sorted(cols)}")
     secol = next((c for c in _SE_COLS if c in cols), None)
@@ -50,21 +58,23 @@ def read_sweep_csv(path) -> Table:
         try:
             speedup = float(r["speedup"])
             se = float(r[secol]) if secol and r[secol] not in ("", None) else math.nan
-            L = int(float(r["L"]))
+            pred = float(r[pcol]) if pcol and r[pcol] not in ("", None) else math.nan
+            L = int(float(r[lcol]))
         except ValueError:
             raise ValueError(f"gm_csv {str(path)!r} row {i + 2}: speedup/L/se must be numbers, got {r}") from None
-        K = r["K"]
-        rows.append({"verifier": r[vcol].strip().lower().replace("-", ""), "K": str(K).strip(), "L": L,
-                     "speedup": speedup, "speedup_se": se, "budget": str(r.get("budget", "") or "")})
+        rows.append({"verifier": r[vcol].strip().lower().replace("-", ""), "K": str(r[kcol]).strip(), "L": L,
+                     "speedup": speedup, "speedup_se": se, "predicted_speedup": pred,
+                     "budget": str(r.get("budget", "") or "")})
     return Table.from_records(rows, meta={"source": str(path)})
 
 
 def embedded_sweep(*, dim=64, n_samples=400, trees=((1, 3), (2, 3), (4, 3)),
-                   verifiers=("dgrs", "rass", "threshold"), n_components=5, n_steps=30, churn=0.06, seed=0,
+                   verifiers=("dgrs", "rass"), n_components=5, n_steps=30, churn=0.06, seed=0,
                    progress=None) -> Table:
     """Run a small speedup sweep with ``rass_theory.diffusion.speculative_sample``.
 
-    ``K = 1`` trees run RMC (every rule reduces to it); wider trees run each of ``verifiers``.
+    ``K = 1`` trees run RMC (every rule reduces to it); wider trees run each of ``verifiers``
+    (``"threshold"`` is allowed but slow: its policy is optimised per node delta).
     Arm ``j`` uses seed ``derive_seed(seed, 3000 + j)``; the target is
     ``GaussianMixture.random(dim, n_components, seed)``.
 
@@ -89,7 +99,8 @@ def embedded_sweep(*, dim=64, n_samples=400, trees=((1, 3), (2, 3), (4, 3)),
         run = diffusion.speculative_sample(tgt, v, K=K, L=L, n_samples=n_samples, n_steps=n_steps, churn=churn,
                                            rng=derive_seed(seed, 3000 + j))
         rows.append({"verifier": v, "K": str(K), "L": L, "speedup": float(run.speedup),
-                     "speedup_se": float(getattr(run, "speedup_se", math.nan)), "budget": "",
+                     "speedup_se": float(getattr(run, "speedup_se", math.nan)), "predicted_speedup": math.nan,
+                     "budget": "",
                      "dim": dim, "n_samples": n_samples})
         prog.step()
     return Table.from_records(rows, meta={"source": "embedded sweep", "dim": dim, "n_components": n_components,
@@ -108,35 +119,39 @@ def plot_gm_speedup(table: Table, *, title: str | None = None):
         groups_all = list(dict.fromkeys(zip(table["K"].tolist(), table["L"].tolist())))
         fig, axes = new_figure(1, len(budgets), width=max(4.5, 0.9 * len(groups_all) + 2.5) * len(budgets) ** 0.8,
                                height=3.8, sharey=True, squeeze=False)
-        width = 0.8 / max(len(order), 1)
+        handles = {}
         for ax, budget in zip(axes[0], budgets):
             sub = table.where(budget=budget) if "budget" in table.names else table
             groups = list(dict.fromkeys(zip(sub["K"].tolist(), sub["L"].tolist())))
-            for vi, v in enumerate(order):
-                xs, ys, es = [], [], []
-                for gi, (K, L) in enumerate(groups):
-                    m = (sub["verifier"] == v) & (sub["K"] == K) & (sub["L"] == L)
-                    if np.any(m):
-                        i = int(np.flatnonzero(m)[0])
-                        xs.append(gi + (vi - (len(order) - 1) / 2) * width)
-                        ys.append(sub["speedup"][i])
-                        es.append(sub["speedup_se"][i])
-                if not xs:
-                    continue
-                style = RULE_STYLE.get(v, RULE_STYLE["mutant"])
-                es = np.nan_to_num(np.asarray(es, dtype=float), nan=0.0)
-                ax.bar(xs, ys, width=width * 0.95, color=style["color"], label=RULE_LABEL.get(v, v).replace(
-                    " (optimal weights)", "").replace(" (K = 1)", ""), yerr=es, capsize=2,
-                    error_kw={"linewidth": 0.9})
+            for gi, (K, L) in enumerate(groups):
+                in_group = sub.where(K=K, L=L)
+                present = [v for v in order if v in set(in_group["verifier"].tolist())]
+                width = min(0.8 / max(len(present), 1), 0.27)
+                for vi, v in enumerate(present):
+                    i = int(np.flatnonzero(in_group["verifier"] == v)[0])
+                    x = gi + (vi - (len(present) - 1) / 2) * width
+                    y, e = float(in_group["speedup"][i]), float(in_group["speedup_se"][i])
+                    style = RULE_STYLE.get(v, RULE_STYLE["mutant"])
+                    bar = ax.bar([x], [y], width=width * 0.92, color=style["color"],
+                                 yerr=[0.0 if math.isnan(e) else e], capsize=2, error_kw={"linewidth": 0.9})
+                    ax.annotate(f"{y:.2f}", (x, y + (0 if math.isnan(e) else e)), xytext=(0, 2),
+                                textcoords="offset points", ha="center", va="bottom", fontsize=7)
+                    handles.setdefault(v, bar.patches[0])
+                    if "predicted_speedup" in in_group.names and np.isfinite(in_group["predicted_speedup"][i]):
+                        mk = ax.plot([x], [in_group["predicted_speedup"][i]], marker="D", markersize=4.5,
+                                     color="black", markerfacecolor="white", linestyle="none", zorder=5)[0]
+                        handles.setdefault("_theory", mk)
             ax.axhline(1.0, color="black", linewidth=0.7)
             ax.set_xticks(range(len(groups)), [f"K={K}\nL={L}" for K, L in groups])
             ax.set_xlabel("draft tree (width K, depth L)")
             ax.grid(axis="x", visible=False)
+            ax.margins(y=0.08)
             if budget:
                 ax.set_title(f"budget: {budget}")
         axes[0, 0].set_ylabel("speedup (standard steps / target calls)")
-        handles, labels = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=len(labels))
+        labels = ["theory (per-node acceptance)" if v == "_theory" else
+                  RULE_LABEL.get(v, v).replace(" (optimal weights)", "").replace(" (K = 1)", "") for v in handles]
+        fig.legend(list(handles.values()), labels, loc="outside lower center", ncols=len(labels))
         meta = table.meta
         default = "Gaussian-mixture speedups" + (f" (d = {meta['dim']}, embedded sweep)" if "dim" in meta else "")
         fig.suptitle(title or default)

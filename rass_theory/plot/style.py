@@ -84,6 +84,7 @@ _RC = {
     "figure.dpi": 100,
     "savefig.dpi": 200,
     "svg.fonttype": "none",
+    "svg.hashsalt": "rass_theory",  # deterministic ids: identical SVGs across runs
     "pdf.fonttype": 42,
     "lines.solid_capstyle": "round",
 }

@@ -32,12 +32,21 @@ def _rule_function(rule):
     """Return ``f(K, delta) -> float`` for a rule name (imports lazily)."""
     import rass_theory as rt
 
+    # attribute access imports the implementing module now, so a missing one fails here
     if rule == "rmc":
-        return lambda K, delta: rt.acceptance("rmc", 1, delta)
-    if rule in ("dgrs", "rass"):
-        return lambda K, delta: rt.acceptance(rule, K, delta)
+        acc = rt.acceptance
+        return lambda K, delta: acc("rmc", 1, delta)
+    if rule == "dgrs":
+        acc = rt.acceptance
+        return lambda K, delta: acc("dgrs", K, delta)
+    if rule == "rass":
+        from ._common import rass_acceptance
+
+        rt.acceptance, rt.optimal_rank_weights  # noqa: B018 - import check
+        return rass_acceptance
     if rule == "bound":
-        return lambda K, delta: rt.acceptance_bound(K, delta)
+        bound = rt.acceptance_bound
+        return lambda K, delta: bound(K, delta)
     if rule == "threshold":
         from rass_theory.optimize.policies import optimal_threshold_policy
 
@@ -147,7 +156,8 @@ def plot_acceptance(table: Table, *, title: str | None = None):
         for ax, K in zip(axes.flat, Ks):
             for rule in rules:
                 sub = table.where(rule=rule, K=K)
-                ax.plot(sub["delta"], sub["acceptance"], **rule_style(rule))
+                marker = {"marker": "o", "markersize": 3.5} if rule == "threshold" else {}
+                ax.plot(sub["delta"], sub["acceptance"], **rule_style(rule), **marker)
             ax.set_title(f"K = {K}")
             ax.set_ylim(0, 1.02)
             ax.set_xlim(float(table["delta"].min()), float(table["delta"].max()))
@@ -180,7 +190,8 @@ def plot_gap_to_bound(gaps: Table, *, title: str | None = None):
         for ax, K in zip(axes.flat, Ks):
             for rule in rules:
                 sub = gaps.where(rule=rule, K=K)
-                ax.plot(sub["delta"], sub["gap"], **rule_style(rule))
+                marker = {"marker": "o", "markersize": 3.5} if rule == "threshold" else {}
+                ax.plot(sub["delta"], sub["gap"], **rule_style(rule), **marker)
             ax.axhline(0, color="black", linewidth=0.6)
             ax.set_title(f"K = {K}")
         for ax in axes[-1]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import Progress, check_ints, check_K_values
+from ._common import Progress, check_ints, check_K_values, rass_acceptance
 from .._validation import check_delta, check_probability
 from .style import OKABE_ITO, new_figure, style_context
 from .table import Table
@@ -92,7 +92,7 @@ def tree_speedup_data(K_values=(1, 2, 4, 8), L_values=(1, 2, 3, 4, 5, 6), delta=
     rows = []
     for rule in rules:
         for K in K_values:
-            a = float(rt.acceptance(rule, K, delta))
+            a = rass_acceptance(K, delta) if rule == "rass" else float(rt.acceptance(rule, K, delta))
             for L in L_values:
                 rows.append({
                     "rule": rule, "K": K, "L": L, "delta": delta, "node_acceptance": a,

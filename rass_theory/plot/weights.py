@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import Progress, check_deltas, check_K_values
+from ._common import Progress, check_deltas, check_K_values, optimal_weights_cached
 from .style import new_figure, style_context
 from .table import Table
 
@@ -21,7 +21,7 @@ __all__ = ["optimal_weights_data", "plot_optimal_weights"]
 
 
 def optimal_weights_data(K_values=(2, 4, 8), deltas=None, *, progress=None) -> Table:
-    """Optimal rank weights on a grid, from ``rt.optimal_rank_weights``.
+    """Optimal rank weights on a grid, from ``rt.optimal_rank_weights`` (memoised per cell).
 
     Parameters
     ----------
@@ -37,7 +37,6 @@ def optimal_weights_data(K_values=(2, 4, 8), deltas=None, *, progress=None) -> T
         ``s``), ``weight``, and per ``(K, delta)`` the solver's ``acceptance``, ``tv``,
         ``status`` and certified ``gap`` (NaN where the result has no ``gap``).
     """
-    import rass_theory as rt
     from .theory import DEFAULT_DELTAS
 
     K_values = check_K_values(K_values)
@@ -46,7 +45,7 @@ def optimal_weights_data(K_values=(2, 4, 8), deltas=None, *, progress=None) -> T
     rows = []
     for K in K_values:
         for d in deltas:
-            res = rt.optimal_rank_weights(K, float(d))
+            res = optimal_weights_cached(K, float(d))
             w = np.asarray(res.weights, dtype=float)
             if w.shape != (K,) or not np.all(np.isfinite(w)) or abs(w.sum() - 1) > 1e-6:
                 raise ValueError(f"optimal_rank_weights({K}, {d}) returned weights off the simplex: {w}")

@@ -34,10 +34,13 @@ class ReportConfig:
     weights_deltas : tuple of float
         Delta grid of the optimal-weights figure.
     policy_deltas : tuple of float
-        Subgrid on which the (slower) threshold-policy optimisation is run.
+        Deltas at which the (slow) threshold-policy optimisation runs; empty: skip the policy
+        (the quick mode does).
     tree_delta : float
         Fixed delta of the tree-speedup figure; ``tree_L``: its depths.
     cert_K, cert_delta, cert_dim, n_samples, alpha : exactness certificate cell and sample size.
+    cert_verifiers : tuple of str
+        Built-in verifiers certified (the quick mode leaves out the slow threshold policy).
     qq_seeds, qq_n_samples : p-value QQ plot: number of seeds and samples per check.
     power_ns, power_reps, power_mutant : power curve grid, repetitions per point, mutant name.
     gm_csv : str or None
@@ -56,7 +59,7 @@ class ReportConfig:
     deltas: tuple = field(default_factory=lambda: _grid(4.0, 0.125))
     weights_K: tuple = (2, 4, 8)
     weights_deltas: tuple = field(default_factory=lambda: _grid(4.0, 0.125))
-    policy_deltas: tuple = field(default_factory=lambda: _grid(4.0, 0.25))
+    policy_deltas: tuple = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
     tree_delta: float = 1.0
     tree_L: tuple = (1, 2, 3, 4, 5, 6)
     cert_K: int = 4
@@ -73,6 +76,7 @@ class ReportConfig:
     gm_dim: int = 64
     gm_n_samples: int = 400
     gm_trees: tuple = ((1, 3), (2, 3), (4, 3))
+    cert_verifiers: tuple = ("rmc", "dgrs", "rass", "threshold", "resample")
     seed: int = 0
     formats: tuple = ("png", "svg")
     sections: tuple = SECTION_KEYS
@@ -83,10 +87,12 @@ class ReportConfig:
         base = {}
         if quick:
             base = dict(
-                quick=True, deltas=_grid(4.0, 0.25), weights_K=(2, 4, 8), weights_deltas=_grid(4.0, 0.5),
-                policy_deltas=_grid(4.0, 1.0), tree_L=(1, 2, 3, 4, 5), n_samples=20_000,
+                quick=True, K_values=(1, 2, 4), deltas=_grid(4.0, 0.5), weights_K=(2, 4),
+                weights_deltas=_grid(4.0, 0.5),
+                policy_deltas=(), tree_L=(1, 2, 3, 4, 5), n_samples=20_000,
                 qq_seeds=6, qq_n_samples=4_000, power_ns=(1_000, 4_000, 16_000), power_reps=4,
                 gm_dim=16, gm_n_samples=100, gm_trees=((1, 2), (2, 2)),
+                cert_verifiers=("rmc", "dgrs", "rass", "resample"),
             )
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
@@ -97,7 +103,8 @@ class ReportConfig:
         s(self, "deltas", tuple(float(x) for x in check_deltas(self.deltas, "deltas")))
         s(self, "weights_K", check_K_values(self.weights_K, "weights_K", maximum=32))
         s(self, "weights_deltas", tuple(float(x) for x in check_deltas(self.weights_deltas, "weights_deltas")))
-        s(self, "policy_deltas", tuple(float(x) for x in check_deltas(self.policy_deltas, "policy_deltas")))
+        s(self, "policy_deltas", () if len(self.policy_deltas) == 0 else
+          tuple(float(x) for x in check_deltas(self.policy_deltas, "policy_deltas")))
         s(self, "tree_delta", check_delta(self.tree_delta, name="tree_delta"))
         s(self, "tree_L", check_ints(self.tree_L, "tree_L"))
         if max(self.tree_L) > 12:
@@ -116,6 +123,11 @@ class ReportConfig:
         trees = tuple((check_positive_int(k, "gm_trees K"), check_positive_int(l, "gm_trees L"))
                       for k, l in self.gm_trees)
         s(self, "gm_trees", trees)
+        known = ("rmc", "dgrs", "rass", "threshold", "resample")
+        cv = tuple(self.cert_verifiers)
+        if not cv or any(v not in known for v in cv):
+            raise ValueError(f"cert_verifiers must be a non-empty subset of {known}, got {cv}")
+        s(self, "cert_verifiers", tuple(v for v in known if v in cv))
         s(self, "seed", check_positive_int(self.seed, "seed", minimum=0))
         formats = _check_formats(self.formats)
         if "png" not in formats:

@@ -1,0 +1,117 @@
+"""`rass-theory report`: the quick report end to end, and clear errors for bad input."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rass_theory.cli import main
+from rass_theory.report.writer import MANIFEST_NAME
+
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rep") / "report"
+    result = CliRunner().invoke(main, ["report", "--out", str(out), "--quick", "--formats", "svg,pdf"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return out, result
+
+
+class TestQuickReport:
+    def test_index_and_every_section(self, quick_report):
+        out, result = quick_report
+        md = (out / "index.md").read_text()
+        html = (out / "index.html").read_text()
+        for title in ("Acceptance and the bound", "Optimal rank weights", "Predicted speedup for draft trees",
+                      "Exactness certificate", "Power of the exactness harness", "Gaussian-mixture speedups"):
+            assert f"## {title}" in md and title in html
+        assert "**Unavailable:**" not in md and "FAILED" not in md
+        assert "report written to" in result.output
+
+    def test_figures_in_three_formats_and_data_behind_each(self, quick_report):
+        out, _ = quick_report
+        md = (out / "index.md").read_text()
+        images = re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", md)
+        assert len(images) >= 9
+        for png in images:
+            stem = Path(png).stem
+            for ext in ("png", "svg", "pdf"):
+                assert (out / "figures" / f"{stem}.{ext}").stat().st_size > 1000
+        for csv in re.findall(r"\((data/[^)]+\.csv)\)", md):
+            text = (out / csv).read_text()
+            assert len(text.splitlines()) >= 2
+            assert (out / csv).with_suffix(".json").is_file()
+
+    def test_manifest(self, quick_report):
+        out, _ = quick_report
+        manifest = json.loads((out / MANIFEST_NAME).read_text())
+        assert manifest["complete"] and manifest["config"]["quick"]
+        assert {s["status"] for s in manifest["sections"]} == {"ok"}
+        listed = {f["path"] for f in manifest["files"]}
+        on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {MANIFEST_NAME}
+        assert listed == on_disk
+
+    def test_certificate_passes_every_builtin(self, quick_report):
+        out, _ = quick_report
+        cert = (out / "data" / "exactness_certificate.csv").read_text().splitlines()
+        header = cert[0].split(",")
+        passed = {line.split(",")[header.index("verifier")]: line.split(",")[header.index("passed")]
+                  for line in cert[1:]}
+        assert set(passed) >= {"rmc", "dgrs", "rass", "resample"} and set(passed.values()) == {"True"}
+
+    def test_no_leftover_temporary_directories(self, quick_report):
+        out, _ = quick_report
+        assert [p.name for p in out.parent.iterdir()] == ["report"]
+
+
+class TestBadInput:
+    def run(self, *args):
+        return CliRunner().invoke(main, ["report", *args])
+
+    def test_help(self):
+        res = self.run("--help")
+        assert res.exit_code == 0 and "--out" in res.output and "--quick" in res.output
+
+    def test_out_is_required(self):
+        res = self.run()
+        assert res.exit_code == 2 and "Missing option '--out'" in res.output
+
+    def test_unknown_option(self, tmp_path):
+        res = self.run("--out", str(tmp_path / "r"), "--colour", "red")
+        assert res.exit_code == 2 and "No such option" in res.output
+
+    @pytest.mark.parametrize("args, match", [
+        (("--K", "2,x"), "--K"),
+        (("--K", "0,2"), "K must be >= 1"),
+        (("--deltas", "0:-1:0.5"), "STOP >= START"),
+        (("--deltas", "-1,2"), "deltas must be >= 0"),
+        (("--deltas", "0,nan"), "deltas must be finite"),
+        (("--n-samples", "5"), "n_samples must be >= 1000"),
+        (("--formats", "gif"), "formats"),
+        (("--sections", "acceptance,bogus"), "sections"),
+        (("--seed", "-3"), "seed must be >= 0"),
+    ])
+    def test_invalid_parameters(self, tmp_path, args, match):
+        res = self.run("--out", str(tmp_path / "r"), *args)
+        assert res.exit_code == 2, res.output
+        assert match in res.output
+        assert not (tmp_path / "r").exists()
+
+    def test_unwritable_destination(self, tmp_path):
+        blocker = tmp_path / "file"
+        blocker.write_text("not a directory")
+        res = self.run("--out", str(blocker / "r"), "--sections", "trees", "--quick")
+        assert res.exit_code == 1 and "cannot write the report" in res.output
+
+    def test_foreign_directory_is_not_replaced(self, tmp_path):
+        d = tmp_path / "mine"
+        d.mkdir()
+        (d / "notes.txt").write_text("precious")
+        res = self.run("--out", str(d), "--sections", "trees", "--quick")
+        assert res.exit_code == 1 and "refusing to replace" in res.output
+        assert (d / "notes.txt").read_text() == "precious"
+
+    def test_missing_gm_csv(self, tmp_path):
+        res = self.run("--out", str(tmp_path / "r"), "--gm-csv", str(tmp_path / "nope.csv"))
+        assert res.exit_code == 2 and "does not exist" in res.output
