@@ -23,7 +23,10 @@ sparse weights, and exact-zero duals off the support), CLARABEL as a fallback.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import sys
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -41,6 +44,34 @@ def trapezoid_nodes(lo: float, hi: float, n: int) -> tuple[np.ndarray, np.ndarra
     c[0] *= 0.5
     c[-1] *= 0.5
     return s, c
+
+
+_BANNER_SHOWN = False
+
+
+@contextlib.contextmanager
+def _quiet_first_solve():
+    """Silence HiGHS' start-up banner, which it writes to file descriptor 1 on the first solve
+    of a process (cvxpy passes options only after the banner)."""
+    global _BANNER_SHOWN
+    if _BANNER_SHOWN:
+        yield
+        return
+    _BANNER_SHOWN = True
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):  # no real fd 1 (e.g. some notebooks)
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 class CellDualLP:
@@ -97,7 +128,8 @@ class CellDualLP:
         status = "error"
         for solver in (self.solver, "CLARABEL"):
             try:
-                self.problem.solve(solver=solver)
+                with _quiet_first_solve():
+                    self.problem.solve(solver=solver)
             except cp.error.SolverError:
                 continue
             status = self.problem.status
