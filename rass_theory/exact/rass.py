@@ -59,7 +59,7 @@ def crossings(weights, delta) -> np.ndarray:
     Notes
     -----
     Sign changes of ``h = log f - log g_w`` on a grid over ``[-10, 10] U [delta - 10, delta + 10]``
-    (spacing ``min(0.1, 1/K)``, :func:`rass_theory.exact.batch.grid_spacing`, with a search for
+    (spacing ``min(0.1, 0.5/sqrt(K))``, :func:`rass_theory.exact.batch.grid_spacing`, with a search for
     pairs of crossings hidden inside one cell near a local minimum of ``|h|``), refined to a bracket of relative width ``4 eps``.  Crossings outside
     that range, where both densities carry mass below ``(K + 1) Phi(-10)``, are not reported.
     """
