@@ -770,7 +770,11 @@ def _rass_brackets(w, delta, half_width, spacing):
             ex = np.exp(sc) * (vr @ bb.T)
         need = ~(ex > -0.5)
         lr = np.log1p(np.where(need, 0.0, ex))
-        if np.any(need):
+        n_need = np.count_nonzero(need)
+        if n_need > need.size // 16:  # many entries: one dense product is cheaper than a gather
+            with np.errstate(divide="ignore"):
+                lr = np.where(need, np.log(wr @ bb.T) + sc, lr)
+        elif n_need:
             r, c = np.nonzero(need)
             wrr = wr[r] if wr.shape[0] > 1 else np.broadcast_to(wr, (r.size, wr.shape[1]))
             with np.errstate(divide="ignore"):
