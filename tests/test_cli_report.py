@@ -33,7 +33,7 @@ class TestQuickReport:
         out, _ = quick_report
         md = (out / "index.md").read_text()
         images = re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", md)
-        assert len(images) >= 9
+        assert len(images) >= 8
         for png in images:
             stem = Path(png).stem
             for ext in ("png", "svg", "pdf"):
