@@ -149,8 +149,9 @@ class OptimalWeightsResult:
     lower_bound : float
         Certified lower bound on the optimal TV, ``max(tv - gap, 0)``.
     status : str
-        ``"optimal"`` (gap <= 1e-9 or at the float64 rounding floor), ``"trivial"`` (K = 1),
-        ``"degenerate"`` (delta <= sqrt(eps): uniform weights), or ``"inaccurate"``.
+        ``"optimal"`` (gap <= 1e-9 or at the float64 rounding floor), ``"optimal_inaccurate"``
+        (1e-9 < gap <= 1e-7), ``"trivial"`` (K = 1), ``"degenerate"`` (delta <= sqrt(eps):
+        uniform weights), or ``"inaccurate"`` (gap > 1e-7; not seen for K <= 64).
     solver : str
         How the weights were obtained.
     iterations : int
@@ -322,7 +323,12 @@ def _solve(K: int, delta: float, w_start=None, start_name: str = "warm",
         seed_crossings=seed_crossings, try_newton_first=near,
     )
     ev = pol.evaluation
-    status = "optimal" if (pol.converged or gap <= _GAP_TARGET) else "inaccurate"
+    if pol.converged or gap <= _GAP_TARGET:
+        status = "optimal"
+    elif gap <= 1e-7:
+        status = "optimal_inaccurate"
+    else:
+        status = "inaccurate"
     return OptimalWeightsResult(
         K=K, delta=delta, weights=pol.weights, acceptance=ev.acceptance, tv=ev.tv, gap=gap,
         lower_bound=max(ev.tv - gap, 0.0), status=status, solver=name,
@@ -385,7 +391,7 @@ def optimal_rank_weights(K, delta) -> OptimalWeightsResult:
             w0, seeds, dist = start
             # the continuation failed: the structure changed, so local Newton would waste time
             res = _solve(K, delta, w0, "cached-neighbour", seeds, near=False)
-    if res.status == "optimal":
+    if res.status in ("optimal", "optimal_inaccurate"):
         _WARM.add(K, delta, res.weights, res.crossings, res.left_in_A)
     return res
 
