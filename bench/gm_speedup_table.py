@@ -41,6 +41,52 @@ def _pred(row):
     return f"{float(row['predicted_speedup']):.3f} (z={float(row['prediction_z']):+.1f})"
 
 
+#: snapping grid for the threshold policy's parameters (exact for any parameters, P2/P8)
+THRESHOLD_GRID = np.concatenate([np.arange(0.0, 4.01, 0.25), [5.0, 6.0, 8.0]])
+
+
+def snapped_threshold_verifier():
+    """Threshold-policy verifier whose (t, w) are optimised at the grid point nearest below delta.
+
+    The built-in ``threshold()`` solves one optimisation per distinct delta of a batch; in a
+    diffusion run every node has its own delta, which makes it far too slow.  Any threshold
+    policy is exact (only its selected law, evaluated at the row's true delta, enters), so
+    snapping the *policy choice* to a grid costs only optimality.
+    """
+    from rass_theory.verifiers import policy
+    from rass_theory.verifiers.policy import _optimal_threshold
+
+    def factory(K, delta):
+        g = THRESHOLD_GRID[np.searchsorted(THRESHOLD_GRID, delta, side="right") - 1]
+        return _optimal_threshold(K, float(g))
+
+    v = policy(factory)
+    v.name = "threshold"
+    return v
+
+
+def run_threshold_arms(out_dir, shapes, n_samples, progress=None):
+    """Threshold arms with the snapped verifier, appended to the same CSV (smaller n)."""
+    import csv
+
+    from rass_theory.diffusion.sweep import CSV_FIELDS, Arm, run_arm
+    from rass_theory.diffusion.trees import TreeShape
+
+    path = os.path.join(out_dir, "sweep_gm.csv")
+    done = {r["key"] for r in read_rows(path)}
+    tgt = GaussianMixture.random(dim=512, n_components=5, seed=0)
+    impl = snapped_threshold_verifier()
+    for K, L in shapes:
+        arm = Arm("threshold", (K, L), "tree", TreeShape.uniform(K, L))
+        if arm.key in done:
+            continue
+        row = run_arm(tgt, arm, n_samples=n_samples, n_steps=30, churn=0.06, impl=impl)
+        with open(path, "a", newline="") as fh:
+            csv.DictWriter(fh, fieldnames=CSV_FIELDS).writerow({k: row.get(k, "") for k in CSV_FIELDS})
+        if progress:
+            progress(row)
+
+
 def timing(n=1000, dim=512, K=4, L=3, verifier="dgrs"):
     tgt = GaussianMixture.random(dim=dim, n_components=5, seed=0)
     t0 = time.perf_counter()
@@ -131,15 +177,21 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(HERE, "results", "gm_speedup"))
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--threshold-shapes", default="",
+                    help="e.g. '2x3,4x3': run threshold arms with the snapped-grid verifier")
+    ap.add_argument("--threshold-n", type=int, default=200)
     args = ap.parse_args(argv)
     meta = (f"d = 512, 5 components (GaussianMixture.random seed 0), 30 steps, churn 0.06, "
             f"{args.n_samples} trajectories per arm; produced by `python bench/gm_speedup_table.py`.")
+    def progress(row):
+        print(f"{row['key']:<44} {float(row['speedup']):.3f} ± {float(row['speedup_se']):.3f} "
+              f"p={float(row['combined_pvalue']):.3g} ({float(row.get('wall_time_s') or 0):.0f}s)", flush=True)
     if not args.table_only:
-        def progress(row):
-            print(f"{row['key']:<44} {float(row['speedup']):.3f} ± {float(row['speedup_se']):.3f} "
-                  f"p={float(row['combined_pvalue']):.3g} ({float(row.get('wall_time_s') or 0):.0f}s)", flush=True)
         run_sweep(args.out, dim=512, n_components=5, shapes=SHAPES, verifiers=args.verifiers.split(","),
                   n_samples=args.n_samples, progress=progress)
+    if args.threshold_shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.threshold_shapes.split(",")]
+        run_threshold_arms(args.out, shapes, args.threshold_n, progress)
     times = None
     if not args.no_timing:
         times = timing()

@@ -152,7 +152,7 @@ def _speedup(n_std: int, calls: np.ndarray):
 
 def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_steps: int = 30,
                        churn: float = 0.06, rng=None, *, draft="frozen", expansion: str = "lazy",
-                       max_nodes_in_memory: int = 2_000_000) -> SpeculativeResult:
+                       max_floats_in_memory: int = 2 ** 24) -> SpeculativeResult:
     """Sample the churned Euler chain speculatively with draft trees.
 
     Parameters
@@ -179,8 +179,9 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
         ``"full"`` drafts every node and target-evaluates every internal node in one batched
         array call, as an accelerator would; ``"lazy"`` materialises only the walked path.
         Both have the same law and the same target-call count (P9 section 4).
-    max_nodes_in_memory : int
-        ``"full"`` expansion processes trajectories in chunks of at most this many tree nodes.
+    max_floats_in_memory : int
+        ``"full"`` expansion processes trajectories in chunks whose trees hold at most this many
+        floats (nodes x dim; default 2**24, 128 MiB of states, peak about three times that).
 
     Returns
     -------
@@ -207,7 +208,7 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
     rng = as_generator(rng)
     if expansion not in _EXPANSIONS:
         raise ValueError(f"expansion must be one of {_EXPANSIONS}, got {expansion!r}")
-    max_nodes_in_memory = check_positive_int(max_nodes_in_memory, "max_nodes_in_memory")
+    max_floats_in_memory = check_positive_int(max_floats_in_memory, "max_floats_in_memory")
     if isinstance(draft, str):
         if draft not in _DRAFT_MODES:
             raise ValueError(f"draft must be 'frozen' or a GaussianMixture draft model, got {draft!r}")
@@ -253,7 +254,7 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
                                                 depth_eff, round_ids, node_rows)
         else:
             per_row = sum(shape.nodes_at_depth(j) for j in range(shape.depth + 1))
-            chunk = max(1, max_nodes_in_memory // per_row)
+            chunk = max(1, max_floats_in_memory // (per_row * target.dim))
             parts = []
             for lo in range(0, active.size, chunk):
                 sl = slice(lo, lo + chunk)

@@ -81,13 +81,15 @@ def _seeds(seed: int, key: str):
 
 def run_arm(target, arm: Arm, *, n_samples: int, n_steps: int, churn: float, seed: int = 0,
             alpha: float = 0.01, n_permutations: int = 499, predict: bool = True,
-            expansion: str = "lazy", cache: dict | None = None) -> dict:
+            expansion: str = "lazy", cache: dict | None = None, impl=None) -> dict:
     """Run one arm and its exactness/prediction checks; return a CSV row (dict).
 
     Random streams: the speculative run, its plain replicate and the permutations use the three
     children of ``SeedSequence([seed, crc32(arm.key)])``: independent replicates, never pooled.
     ``cache`` maps an effective configuration to an earlier row, so chains longer than the
-    schedule (identical once truncated) are run once.
+    schedule (identical once truncated) are run once.  ``impl`` replaces the verifier named by
+    ``arm.verifier`` with a callable (e.g. a faster exact variant); the prediction then uses its
+    ``expected_acceptance`` when it has one.
     """
     n_std = ChurnSchedule(n_steps, churn).n_stochastic
     effective = arm.shape.truncated(n_std)
@@ -106,7 +108,7 @@ def run_arm(target, arm: Arm, *, n_samples: int, n_steps: int, churn: float, see
         return row
     s_spec, s_plain, s_perm = _seeds(seed, "|".join(map(str, ckey)))
     t0 = time.perf_counter()
-    run = speculative_sample(target, arm.verifier, K=effective.widths, L=None, n_samples=n_samples,
+    run = speculative_sample(target, arm.verifier if impl is None else impl, K=effective.widths, L=None, n_samples=n_samples,
                              n_steps=n_steps, churn=churn, rng=np.random.default_rng(s_spec), expansion=expansion)
     wall = time.perf_counter() - t0
     reference = plain_sample(target, n_samples, n_steps, churn, rng=np.random.default_rng(s_plain))
@@ -126,7 +128,8 @@ def run_arm(target, arm: Arm, *, n_samples: int, n_steps: int, churn: float, see
     })
     if predict:
         try:
-            pred = predict_speedup(run)
+            rule = impl if impl is not None and hasattr(impl, "expected_acceptance") else arm.verifier
+            pred = predict_speedup(run, rule=rule)
             row["predicted_speedup"] = pred.predicted_speedup
             row["prediction_z"] = pred.z
         except (ValueError, ImportError):      # no exact acceptance for this rule

@@ -116,7 +116,7 @@ class TestRuns:
         """Same speedup and depth-0 acceptance within SE (different random streams)."""
         a = speculative_sample(gm16, "dgrs", K=3, L=3, n_samples=150, rng=1, expansion="lazy")
         b = speculative_sample(gm16, "dgrs", K=3, L=3, n_samples=150, rng=2, expansion="full",
-                               max_nodes_in_memory=2000)
+                               max_floats_in_memory=16 * 2000)
         assert abs(a.speedup - b.speedup) / np.hypot(a.speedup_se, b.speedup_se) < 4.5
         ra, rb = a.acceptance_by_depth()[1], b.acceptance_by_depth()[1]
         na, nb = np.sum(a.nodes.depth == 1), np.sum(b.nodes.depth == 1)
