@@ -234,10 +234,18 @@ def finish(batch: TorchBatch, chosen: torch.Tensor, accepted: torch.Tensor,
     new_s : Tensor (n,)
         Corrected coordinate (ignored on accepted rows; must be finite everywhere).
     """
-    n, _, d = batch.children.shape
-    copied = batch.children.gather(1, chosen[:, None, None].expand(n, 1, d))[:, 0, :]
+    n, K, d = batch.children.shape
+    flat = torch.arange(n, device=batch.device) * K + chosen
+    copied = batch.children.reshape(n * K, d).index_select(0, flat)      # exact copies, (n, d)
     s_chosen = batch.s.gather(1, chosen[:, None])[:, 0]
+    index = torch.where(accepted, chosen, torch.full_like(chosen, -1))
+    if batch.device.type == "cpu":
+        # no device to synchronise with: touch only the rejected rows
+        rows = torch.nonzero(~accepted)[:, 0]
+        if rows.numel():
+            shift = (batch.sigma[rows] * (new_s[rows].to(batch.dtype) - s_chosen[rows]))[:, None] * batch.direction[rows]
+            copied[rows] += shift
+        return TorchVerifierResult(copied, accepted, index)
     shift = (batch.sigma * (new_s.to(batch.dtype) - s_chosen))[:, None] * batch.direction
     states = torch.where(accepted[:, None], copied, copied + shift)
-    index = torch.where(accepted, chosen, torch.full_like(chosen, -1))
     return TorchVerifierResult(states, accepted, index)

@@ -140,7 +140,7 @@ def counts_from_torch_result(node, result, children: torch.Tensor, keep: int = 0
     in_range = (index >= -1) & (index < K)
     consistent = accepted == (index != -1)
     safe = torch.clamp(index, 0, K - 1)
-    claimed = children.gather(1, safe[:, None, None].expand(n, 1, d))[:, 0, :]
+    claimed = children.reshape(n * K, d).index_select(0, torch.arange(n, device=device) * K + safe)
     is_copy = (states == claimed.to(states.dtype)).all(dim=1) | ~(accepted & in_range & (index >= 0))
     valid = finite & in_range & consistent & is_copy
     row_flags = torch.stack([~finite, ~in_range, ~consistent, ~is_copy])

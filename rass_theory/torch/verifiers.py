@@ -187,7 +187,13 @@ class DGRSVerifier(_TorchVerifier):
             take = (~accepted) & (u64[:, k] < p)
             chosen = torch.where(take, torch.full_like(chosen, k), chosen)
             accepted = accepted | take
-        new_s = _math.dgrs_sample_final_residual(d, u64[:, K], log_b, c)
+        if batch.device.type == "cpu":      # only the rejected rows (indexing is free on the CPU)
+            rows = torch.nonzero(~accepted)[:, 0]
+            new_s = torch.zeros(n, dtype=torch.float64)
+            if rows.numel():
+                new_s[rows] = _math.dgrs_sample_final_residual(d[rows], u64[rows, K], log_b[rows], c[rows])
+        else:
+            new_s = _math.dgrs_sample_final_residual(d, u64[:, K], log_b, c)
         return finish(batch, chosen, accepted, new_s)
 
 
