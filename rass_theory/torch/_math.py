@@ -76,9 +76,9 @@ def _mills(x: torch.Tensor) -> torch.Tensor:
 
 def _log_binom(K: int, dtype, device) -> torch.Tensor:
     """``log C(K, i)`` for ``i = 0..K`` as a tensor."""
-    i = torch.arange(K + 1, dtype=torch.float64)
+    i = torch.arange(K + 1, dtype=torch.float64, device=device)     # built on the device: no copy
     val = math.lgamma(K + 1) - torch.lgamma(i + 1) - torch.lgamma(K - i + 1)
-    return val.to(dtype=dtype, device=device)
+    return val.to(dtype=dtype)
 
 
 def _stream_logsumexp(terms):
