@@ -10,59 +10,52 @@ from rass_theory.cli import main
 from rass_theory.report.writer import MANIFEST_NAME
 
 
-@pytest.fixture(scope="module")
-def quick_report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("rep") / "report"
+def test_quick_report_end_to_end(tmp_path):
+    """One quick report (a single test, so pytest-xdist never builds it twice), checked throughout."""
+    out = tmp_path / "report"
     result = CliRunner().invoke(main, ["report", "--out", str(out), "--quick", "--formats", "svg,pdf"])
     assert result.exit_code == 0, result.output + repr(result.exception)
-    return out, result
+    assert "report written to" in result.output
 
+    # index.md / index.html with every section, nothing unavailable, and how to reproduce it
+    md = (out / "index.md").read_text()
+    html = (out / "index.html").read_text()
+    for title in ("Acceptance and the bound", "Optimal rank weights", "Predicted speedup for draft trees",
+                  "Exactness certificate", "Power of the exactness harness", "Gaussian-mixture speedups"):
+        assert f"## {title}" in md and title in html
+    assert "**Unavailable:**" not in md and "FAILED" not in md
+    assert f"rass-theory report --out {out} --quick --formats svg,pdf" in md
 
-class TestQuickReport:
-    def test_index_and_every_section(self, quick_report):
-        out, result = quick_report
-        md = (out / "index.md").read_text()
-        html = (out / "index.html").read_text()
-        for title in ("Acceptance and the bound", "Optimal rank weights", "Predicted speedup for draft trees",
-                      "Exactness certificate", "Power of the exactness harness", "Gaussian-mixture speedups"):
-            assert f"## {title}" in md and title in html
-        assert "**Unavailable:**" not in md and "FAILED" not in md
-        assert "report written to" in result.output
+    # every figure in three formats, and the data behind each
+    images = re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", md)
+    assert len(images) >= 8
+    for png in images:
+        stem = Path(png).stem
+        for ext in ("png", "svg", "pdf"):
+            assert (out / "figures" / f"{stem}.{ext}").stat().st_size > 1000
+        assert f'src="{png}"' in html
+    csvs = re.findall(r"\((data/[^)]+\.csv)\)", md)
+    assert len(csvs) >= len(images)
+    for csv in csvs:
+        assert len((out / csv).read_text().splitlines()) >= 2
+        assert (out / csv).with_suffix(".json").is_file()
 
-    def test_figures_in_three_formats_and_data_behind_each(self, quick_report):
-        out, _ = quick_report
-        md = (out / "index.md").read_text()
-        images = re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", md)
-        assert len(images) >= 8
-        for png in images:
-            stem = Path(png).stem
-            for ext in ("png", "svg", "pdf"):
-                assert (out / "figures" / f"{stem}.{ext}").stat().st_size > 1000
-        for csv in re.findall(r"\((data/[^)]+\.csv)\)", md):
-            text = (out / csv).read_text()
-            assert len(text.splitlines()) >= 2
-            assert (out / csv).with_suffix(".json").is_file()
+    # the manifest lists exactly the files on disk
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    assert manifest["complete"] and manifest["config"]["quick"]
+    assert {s["status"] for s in manifest["sections"]} == {"ok"}
+    listed = {f["path"] for f in manifest["files"]}
+    on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {MANIFEST_NAME}
+    assert listed == on_disk
 
-    def test_manifest(self, quick_report):
-        out, _ = quick_report
-        manifest = json.loads((out / MANIFEST_NAME).read_text())
-        assert manifest["complete"] and manifest["config"]["quick"]
-        assert {s["status"] for s in manifest["sections"]} == {"ok"}
-        listed = {f["path"] for f in manifest["files"]}
-        on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {MANIFEST_NAME}
-        assert listed == on_disk
+    # every built-in verifier passes its certificate
+    cert = (out / "data" / "exactness_certificate.csv").read_text().splitlines()
+    header = cert[0].split(",")
+    passed = {line.split(",")[header.index("verifier")]: line.split(",")[header.index("passed")] for line in cert[1:]}
+    assert set(passed) >= {"rmc", "dgrs", "rass", "resample"} and set(passed.values()) == {"True"}
 
-    def test_certificate_passes_every_builtin(self, quick_report):
-        out, _ = quick_report
-        cert = (out / "data" / "exactness_certificate.csv").read_text().splitlines()
-        header = cert[0].split(",")
-        passed = {line.split(",")[header.index("verifier")]: line.split(",")[header.index("passed")]
-                  for line in cert[1:]}
-        assert set(passed) >= {"rmc", "dgrs", "rass", "resample"} and set(passed.values()) == {"True"}
-
-    def test_no_leftover_temporary_directories(self, quick_report):
-        out, _ = quick_report
-        assert [p.name for p in out.parent.iterdir()] == ["report"]
+    # no temporary directory left next to the report
+    assert [p.name for p in out.parent.iterdir()] == ["report"]
 
 
 class TestBadInput:
@@ -115,3 +108,29 @@ class TestBadInput:
     def test_missing_gm_csv(self, tmp_path):
         res = self.run("--out", str(tmp_path / "r"), "--gm-csv", str(tmp_path / "nope.csv"))
         assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_terminated_run_leaves_nothing(tmp_path):
+    """SIGTERM during a run: non-zero exit, no report, no partial directory left behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "report"
+    proc = subprocess.Popen([sys.executable, "-c", "from rass_theory.cli import main; main()", "report",
+                             "--out", str(out), "--quick", "--sections", "exactness"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob(".report.partial-*")):
+            assert proc.poll() is None, proc.stdout.read().decode()
+            assert time.monotonic() < deadline, "the run never created its partial directory"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert list(tmp_path.iterdir()) == []

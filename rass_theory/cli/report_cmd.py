@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import shlex
-import sys
+import signal
+import threading
 import time
 
 import click
@@ -49,6 +50,17 @@ def parse_float_grid(text: str, name: str) -> tuple[float, ...]:
     if not values:
         raise click.BadParameter("must list at least one value", param_hint=name)
     return values
+
+
+def _exit_on_sigterm():
+    """Turn SIGTERM into SystemExit so the partial report directory is removed on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, handler)
 
 
 class _RichProgress:
@@ -127,8 +139,14 @@ def report(out, quick, K, deltas, weights_K, n_samples, seed, gm_csv, formats, s
         raise click.UsageError(f"invalid parameter: {exc}") from None
 
     console = Console(stderr=True)
-    command = "rass-theory " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None
+    given = [("--out", out), ("--quick", quick), ("--K", K), ("--deltas", deltas), ("--weights-K", weights_K),
+             ("--n-samples", n_samples), ("--seed", seed), ("--gm-csv", gm_csv), ("--formats", formats),
+             ("--sections", sections), ("--force", force), ("--keep-going", keep_going), ("--strict", strict)]
+    command = "rass-theory report " + " ".join(
+        flag if value is True else f"{flag} {shlex.quote(str(value))}"
+        for flag, value in given if value is not None and value is not False)
     t0 = time.perf_counter()
+    previous = _exit_on_sigterm()
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as bar:
@@ -136,6 +154,9 @@ def report(out, quick, K, deltas, weights_K, n_samples, seed, gm_csv, formats, s
                                    keep_going=keep_going, command=command)
     except ReportError as exc:
         raise click.ClickException(str(exc)) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     elapsed = time.perf_counter() - t0
     console.print(f"[bold]report written to {summary.out}[/bold] ({len(summary.files)} files, {elapsed:.1f} s)")
     for s in summary.unavailable:

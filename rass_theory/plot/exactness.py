@@ -200,6 +200,8 @@ def plot_pvalue_qq(table: Table, *, title: str | None = None):
     where a too-small p-value would show). The shaded band is the pointwise 95% range of the
     ``i``-th of ``m`` uniform order statistics, ``Beta(i, m - i + 1)``. Tests with a discrete
     null (the binomial acceptance test) and the conservative binned KS sit on or above the line.
+    The tests of one run share data, so the pooled p-values are dependent and the band (drawn
+    for independent uniforms) is a guide, not a test.
     """
     from scipy import stats
 

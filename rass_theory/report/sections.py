@@ -216,8 +216,13 @@ def section_exactness(ctx: SectionContext):
     blocks.append(ctx.save_figure("pvalue_qq", exactness.plot_pvalue_qq(qq), data=qdata,
                                   alt="QQ plot of p-values over seeds",
                                   caption=f"{cfg.qq_seeds} independent seeds per verifier at n = "
-                                          f"{cfg.qq_n_samples:,}; {n_fail} of {cfg.qq_seeds * n_v} runs "
-                                          f"failed (expected about {cfg.alpha * cfg.qq_seeds * n_v:.2g})."))
+                                          f"{cfg.qq_n_samples:,} (199 permutations, 200-point two-sample "
+                                          f"subsample); {n_fail} of {cfg.qq_seeds * n_v} runs failed (expected "
+                                          f"about {cfg.alpha * cfg.qq_seeds * n_v:.2g}). Tests of one run share "
+                                          "data (e.g. KS and chi-square of the same statistic), so the pooled "
+                                          "p-values are dependent and the band, drawn for independent uniforms, "
+                                          "is a guide; p = 1 for the acceptance test of `resample` (it never "
+                                          "accepts) is exact."))
     return blocks
 
 
