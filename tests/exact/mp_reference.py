@@ -129,38 +129,65 @@ def dgrs(K, delta, scan_width=20, scan_points=81):
         return 1 - rejection, rejection, Z, crossings
 
 
-def _selected_density(weights, delta_unused=None):
+def _selected_density(weights):
+    """``g_w(s) = phi(s) sum_j w_j K C(K-1, j) Phi^j (1 - Phi)^(K-1-j)`` with ``w`` normalised.
+
+    The weights are converted exactly (``mpf(float)``) and divided by their sum, as the project
+    does, so that e.g. ``[1/3] * 3`` is exactly uniform.
+    """
     K = len(weights)
-    w = [mp.mpf(x) for x in weights]
-    coeffs = [w[j] * mp.binomial(K - 1, j) * K for j in range(K)]
+    w = [mp.mpf(float(x)) for x in weights]
+    total = mp.fsum(w)
+    coeffs = [w[j] / total * mp.binomial(K - 1, j) * K for j in range(K)]
 
     def g(s):
         F = _Phi(s)
         G = _Phi(-s)
-        total = mp.mpf(0)
-        Fj = mp.mpf(1)
+        G_pow = [mp.mpf(1)]
+        for _ in range(K - 1):
+            G_pow.append(G_pow[-1] * G)
+        acc = mp.mpf(0)
+        F_pow = mp.mpf(1)
         for j in range(K):  # sum_j coeff_j F^j G^(K-1-j), term by term
             if coeffs[j] != 0:
-                total += coeffs[j] * Fj * G ** (K - 1 - j)
-            Fj *= F
-        return _phi(s) * total
+                acc += coeffs[j] * F_pow * G_pow[K - 1 - j]
+            F_pow *= F
+        return _phi(s) * acc
 
     return g
 
 
-def rass_tv(weights, delta, scan=(-40, 40), scan_points=801):
+def _scan_grid(lo, hi, dense=(-8, 8), dense_step="0.005", coarse_step="0.1"):
+    """Grid on ``[lo, hi]``: step 0.005 on ``dense`` (where the order statistics live and the
+    crossings of optimal weights can be 0.02 apart), 0.1 elsewhere."""
+    lo, hi = mp.mpf(lo), mp.mpf(hi)
+    d0, d1 = max(lo, mp.mpf(dense[0])), min(hi, mp.mpf(dense[1]))
+    pieces = []
+    for a, b, step in ((lo, d0, coarse_step), (d0, d1, dense_step), (d1, hi, coarse_step)):
+        if b > a:
+            n = int(mp.ceil((b - a) / mp.mpf(step))) + 1
+            pieces.append(_linspace(a, b, max(n, 2)))
+    grid = []
+    for piece in pieces:
+        grid.extend(piece if not grid else piece[1:])
+    return grid
+
+
+def rass_tv(weights, delta, scan=(-40, 40)):
     """``TV(f, g_w) = int (f - g_w)_+`` for rank weights ``w`` (ascending ranks).
 
+    Sign changes of ``f - g_w`` are located on :func:`_scan_grid` (resolution 0.005 on
+    ``[-8, 8]``) and refined; each positive stretch is integrated with ``mp.quad``.
     Returns ``(acceptance, tv)``.
     """
     with mp.workdps(DPS):
         d = mp.mpf(delta)
-        g = _selected_density([mp.mpf(str(float(x))) if not isinstance(x, mp.mpf) else x for x in weights])
+        g = _selected_density(weights)
 
         def diff(s):
             return _phi(s - d) - g(s)
 
-        grid = _linspace(scan[0], scan[1] + d, scan_points)
+        grid = _scan_grid(scan[0], scan[1] + d)
         roots = [_refine(diff, a, b) for a, b in _sign_changes(diff, grid)]
         edges = [-mp.inf] + roots + [mp.inf]
         tv = mp.mpf(0)

@@ -18,7 +18,7 @@ OPT_TOL = 1e-7
 
 FAST_DGRS = [(1, 1.0), (4, 1e-8), (4, 1.0), (8, 0.1), (3, 4.0), (2, 16.0)]
 FAST_BOUND = [(2, 1.0), (4, 1e-8), (8, 0.5), (64, 2.0), (16, 16.0)]
-FAST_RASS = [(3, 1e-4), (4, 1.0), (5, 4.0)]
+FAST_RASS = [(3, 1e-4), (4, 1.0)]
 
 _HAS_RASS = importlib.util.find_spec("rass_theory.exact.rass") is not None
 _HAS_OPT = importlib.util.find_spec("rass_theory.optimize.rank_weights") is not None
