@@ -215,7 +215,7 @@ def plot_speedups(rows, stem: str):
         if kind not in kinds:
             kinds.append(kind)
     width = 0.8 / max(1, len(kinds))
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(groups), 3.6))
+    fig, ax = plt.subplots(figsize=(3.2 + 1.3 * len(groups), 3.6))
     xs = np.arange(len(groups))
     for i, kind in enumerate(kinds):
         vals, errs = [], []
@@ -230,7 +230,7 @@ def plot_speedups(rows, stem: str):
     ax.set_xticklabels([f"K={k}, L={l}" for k, l in groups])
     ax.set_ylabel("speedup (standard steps / target calls)")
     ax.set_title("Speculative sampling on the Gaussian mixture (bars: ±1 SE)")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     for ext in ("png", "pdf"):
         fig.savefig(f"{stem}.{ext}", dpi=150)
