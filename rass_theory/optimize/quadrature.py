@@ -269,12 +269,15 @@ def solve_weights(
         name = f"exact-Newton({start_name} start)"
     # the exchange LP in two stages: a loose one (often one or two LPs when seeded with good
     # crossings) handed to Newton, and a tight one only if Newton did not certify
-    for stage_tol, newton_iter in ((max(lp_tol, 1e-5), 10), (lp_tol * 1e-2, 60)):
+    seeded = seed_crossings is not None and np.size(seed_crossings) > 0
+    # stage 1 with neighbour crossings as cells: a single LP usually identifies the support
+    for stage_tol, newton_iter, lp_iter in ((max(lp_tol, 1e-5), 10, 1 if seeded else 6),
+                                            (lp_tol * 1e-2, 60, 6)):
         if pol is not None and pol.converged and pol.gap <= gap_target:
             break
         ex = exchange_lp(segments, delta, window=window, lp_range=lp_range,
                          w_start=w_start if pol is None else pol.weights, tol=stage_tol,
-                         spacing=spacing, seed_crossings=seed_crossings)
+                         spacing=spacing, seed_crossings=seed_crossings, max_iter=lp_iter)
         lp_bound = max(lp_bound, ex.lower_bound)
         pol2 = maximize_acceptance(evaluate, ex.weights, rtol=1e-12, max_iter=newton_iter)
         if pol is None or pol2.gap < pol.gap:

@@ -270,8 +270,10 @@ def _kkt_continuation(K: int, delta: float, nb) -> OptimalWeightsResult | None:
     from .kkt import kkt_newton
 
     d0, w, c, left = nb
+    if abs(delta - d0) > 0.15 * (1.0 + delta):
+        return None  # too far: the support and crossing pattern usually change on the way
     seg = _segment(K)
-    n_steps = int(min(max(np.ceil(abs(delta - d0) / 0.25), 1), 8))
+    n_steps = int(min(max(np.ceil(abs(delta - d0) / 0.1), 1), 3))
     for d in np.linspace(d0, delta, n_steps + 1)[1:]:
         w_new = kkt_newton(seg, float(d), w, c, left)
         if w_new is None:
