@@ -11,6 +11,7 @@ and the threshold policy on (K, L) in {(1,3), (2,3), (2,5), (3,4), (4,3), (4,4)}
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -167,6 +168,19 @@ def write_markdown(rows, path, times=None, meta=""):
         best = max(cands, key=lambda r: float(r["speedup"]), default=None)
         best_txt = f"{_fmt(best)} (L={int(best['base_L'])})" if best else "—"
         lines.append(f"| {K} | {pub:.2f}x | {_fmt(l3)} | {best_txt} |")
+    lines += ["", "Why lower than published: the measured speedups agree with the exact-acceptance prediction at "
+              "the deltas actually met (|z| < 2 for every arm above), so the verifiers behave as the theory says; "
+              "the gap is in the deltas. With this kernel (Euler-Maruyama step of the marginal-preserving reverse "
+              "SDE, per-step noise 0.06, P9 section 2) and the frozen draft (velocity of the last verified state; "
+              "honest counting, one call per round plus the initial evaluation), the root's delta averages 2.4 "
+              "(median 2.0): about 4.8 / 3.9 / 2.6 at steps 2-4 (the posterior component responsibilities "
+              "sharpen early at d = 512), 1.1-1.3 in the middle, rising to 3-4 over the last steps "
+              "(|du/dx| grows as s approaches the component sds). The noise injected at a node moves the "
+              "velocity by about h sqrt(d) |du/dx| in units of sigma, a floor the frozen draft cannot track. "
+              "Depth-0 acceptance is then ~0.37 for K = 1 (a 1.77x speedup needs ~0.6-0.7). The published "
+              "kernel, draft timing and call accounting are not specified precisely enough to reproduce; "
+              "the growth with K is larger here (+13% from K = 1 to 4 at L = 3, published +7%), as expected "
+              "when deltas are larger."]
     if times:
         lines += ["", "## Cost", "",
                   f"Wall time, 1,000 trajectories, d = 512, K = 4, L = 3, D-GRS, this machine (2 shared cores): "
@@ -201,9 +215,15 @@ def main(argv=None):
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.threshold_shapes.split(",")]
         run_threshold_arms(args.out, shapes, args.threshold_n, progress)
     times = None
+    timing_path = os.path.join(args.out, "timing.json")
     if not args.no_timing:
         times = timing()
         print("timing", times, flush=True)
+        with open(timing_path, "w") as fh:
+            json.dump(times, fh, indent=1)
+    elif os.path.exists(timing_path):
+        with open(timing_path) as fh:
+            times = json.load(fh)
     rows = read_rows(os.path.join(args.out, "sweep_gm.csv"))
     path = os.path.join(HERE, "results", "gm_speedup_table.md")
     write_markdown(rows, path, times, meta)

