@@ -19,8 +19,8 @@ from pathlib import Path
 from .. import __version__
 from ..plot.style import save_figure
 from ..plot.table import Table
-from .config import SECTION_KEYS, ReportConfig
-from .document import (BulletList, CodeBlock, Document, FigureBlock, Heading, Note, Paragraph, TableBlock,
+from .config import ReportConfig
+from .document import (BulletList, CodeBlock, Document, FigureBlock, Heading, Note, Paragraph,
                        render_html, render_markdown)
 from .writer import MANIFEST_NAME, AtomicDirectory, ReportError, file_manifest, write_json
 

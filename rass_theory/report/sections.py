@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plot.table import Table, concat
+from ..plot.table import concat
 from .builder import SectionContext, SectionUnavailable, unavailable_from
 from .document import Note, Paragraph, TableBlock
 
