@@ -16,6 +16,8 @@ seed are different samples of the same law.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import torch
 
@@ -25,6 +27,9 @@ from ..stats.streaming import MAX_MESSAGES, VIOLATION_KINDS, ExactnessCounts
 __all__ = ["run_chunk_torch", "resolve_device", "torch_seed", "counts_from_torch_result"]
 
 _KIND = {k: i for i, k in enumerate(VIOLATION_KINDS)}
+# node -> {(device, dtype): tensors}; kept outside the node so that pickling a node (Dask) never
+# carries device tensors along
+_NODE_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def resolve_device(device=None) -> torch.device:
@@ -67,7 +72,10 @@ def _generator(seed: np.random.SeedSequence, device: torch.device) -> torch.Gene
 
 def _node_tensors(node, device, dtype):
     """The node's vectors and bin edges as tensors on ``device`` (cached per device and dtype)."""
-    cache = node.__dict__.setdefault("_torch_cache", {})
+    try:
+        cache = _NODE_CACHE.setdefault(node, {})
+    except TypeError:                      # a node type without weak references: no caching
+        cache = {}
     key = (str(device), dtype)
     if key not in cache:
         as_t = lambda a, dt=dtype: torch.as_tensor(np.array(a), dtype=dt, device=device)  # noqa: E731
