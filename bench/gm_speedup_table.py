@@ -43,32 +43,8 @@ def _pred(row):
     return f"{float(row['predicted_speedup']):.3f} (z={float(row['prediction_z']):+.1f})"
 
 
-#: snapping grid for the threshold policy's parameters (exact for any parameters, P2/P8)
-THRESHOLD_GRID = np.concatenate([np.arange(0.0, 4.01, 0.25), [5.0, 6.0, 8.0]])
-
-
-def snapped_threshold_verifier():
-    """Threshold-policy verifier whose (t, w) are optimised at the grid point nearest below delta.
-
-    The built-in ``threshold()`` solves one optimisation per distinct delta of a batch; in a
-    diffusion run every node has its own delta, which makes it far too slow.  Any threshold
-    policy is exact (only its selected law, evaluated at the row's true delta, enters), so
-    snapping the *policy choice* to a grid costs only optimality.
-    """
-    from rass_theory.verifiers import policy
-    from rass_theory.verifiers.policy import _optimal_threshold
-
-    def factory(K, delta):
-        g = THRESHOLD_GRID[np.searchsorted(THRESHOLD_GRID, delta, side="right") - 1]
-        return _optimal_threshold(K, float(g))
-
-    v = policy(factory)
-    v.name = "threshold"
-    return v
-
-
 def run_threshold_arms(out_dir, shapes, n_samples, progress=None):
-    """Threshold arms with the snapped verifier, appended to the same CSV (smaller n)."""
+    """Threshold arms (snapped-grid policy, see diffusion._contract) on fewer trajectories."""
     import csv
 
     from rass_theory.diffusion.sweep import CSV_FIELDS, Arm, run_arm
@@ -77,12 +53,11 @@ def run_threshold_arms(out_dir, shapes, n_samples, progress=None):
     path = os.path.join(out_dir, "sweep_gm.csv")
     done = {r["key"] for r in read_rows(path)}
     tgt = GaussianMixture.random(dim=512, n_components=5, seed=0)
-    impl = snapped_threshold_verifier()
     for K, L in shapes:
         arm = Arm("threshold", (K, L), "tree", TreeShape.uniform(K, L))
         if arm.key in done:
             continue
-        row = run_arm(tgt, arm, n_samples=n_samples, n_steps=30, churn=0.06, impl=impl)
+        row = run_arm(tgt, arm, n_samples=n_samples, n_steps=30, churn=0.06)
         with open(path, "a", newline="") as fh:
             csv.DictWriter(fh, fieldnames=CSV_FIELDS).writerow({k: row.get(k, "") for k in CSV_FIELDS})
         if progress:

@@ -1,16 +1,59 @@
 """Resolve verifier specs and check each verifier result against the contract (DESIGN 4)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-__all__ = ["resolve_verifier", "verifier_name", "check_result"]
+__all__ = ["resolve_verifier", "verifier_name", "check_result", "snapped_threshold_verifier", "THRESHOLD_GRID"]
+
+#: grid on which the threshold policy's parameters are optimised in diffusion runs
+THRESHOLD_GRID = np.concatenate([np.arange(0.0, 4.01, 0.25), [5.0, 6.0, 8.0]])
+
+
+@functools.lru_cache(maxsize=512)
+def _threshold_policy(K: int, delta: float):
+    from ..optimize.policies import optimal_threshold_policy
+
+    return optimal_threshold_policy(K, delta).policy
+
+
+def snapped_threshold_verifier(grid=None):
+    """Optimal threshold policy with its parameters chosen at the grid point below each delta.
+
+    The built-in ``verifiers.threshold()`` solves one optimisation per distinct ``delta`` of a
+    batch; in a diffusion run every node has its own ``delta``.  A threshold policy is exact for
+    any parameters (only its selected law, evaluated at the row's true ``delta``, enters the
+    accept/correct step; proof P2), so snapping the *choice* of parameters to ``grid`` costs only
+    optimality (at most one grid cell's worth of acceptance).
+    """
+    from ..verifiers import policy
+
+    g = THRESHOLD_GRID if grid is None else np.sort(np.asarray(grid, dtype=float))
+
+    def factory(K, delta):
+        point = g[max(0, np.searchsorted(g, delta, side="right") - 1)]
+        return _threshold_policy(int(K), float(point))
+
+    v = policy(factory)
+    try:
+        v.name = "threshold"
+    except AttributeError:  # pragma: no cover - read-only name
+        pass
+    return v
 
 
 def resolve_verifier(spec, K: int):
-    """Return a callable verifier for ``K`` children: a rule name or a user callable."""
+    """Return a callable verifier for ``K`` children: a rule name or a user callable.
+
+    ``"threshold"`` resolves to :func:`snapped_threshold_verifier` (see there why); other names
+    go through :func:`rass_theory.verifiers.get_verifier`.
+    """
     if isinstance(spec, str):
         from ..verifiers import get_verifier
 
+        if spec.strip().lower() == "threshold":
+            return snapped_threshold_verifier()
         return get_verifier(spec, K)
     if callable(spec):
         return spec

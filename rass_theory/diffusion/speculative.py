@@ -161,7 +161,9 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
         The target model (anything with ``dim`` and ``velocity(x, s)``).
     verifier : str or callable
         ``"rmc"``, ``"dgrs"``, ``"rass"``, ``"threshold"`` or a callable obeying the verifier
-        contract (DESIGN 4).  Names are resolved once per distinct width.
+        contract (DESIGN 4).  Names are resolved once per distinct width; ``"threshold"`` is
+        the optimal threshold policy with parameters chosen on a grid of deltas (exact for any
+        parameters; see ``diffusion._contract.snapped_threshold_verifier``).
     K : int or sequence of int
         Children per node; a sequence gives per-depth widths ``(K_0, ..., K_{L-1})``.
     L : int or None

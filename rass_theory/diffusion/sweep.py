@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_positive_int
+from ._contract import snapped_threshold_verifier
 from .exactness import compare_to_plain
 from .mixture import GaussianMixture
 from .plain import plain_sample
@@ -129,6 +130,8 @@ def run_arm(target, arm: Arm, *, n_samples: int, n_steps: int, churn: float, see
     if predict:
         try:
             rule = impl if impl is not None and hasattr(impl, "expected_acceptance") else arm.verifier
+            if impl is None and arm.verifier == "threshold":
+                rule = snapped_threshold_verifier()   # the rule as run (snapped parameters)
             pred = predict_speedup(run, rule=rule)
             row["predicted_speedup"] = pred.predicted_speedup
             row["prediction_z"] = pred.z

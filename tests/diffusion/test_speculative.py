@@ -176,3 +176,19 @@ class TestExactnessD512:
         run = speculative_sample(gm, "dgrs", K=2, L=3, n_samples=1000, rng=31, draft=gm.perturbed(0.02, seed=1))
         ref = plain_sample(gm, 1000, rng=32)
         assert compare_to_plain(run.samples, ref, gm.means, alpha=1e-3, rng=33).passed
+
+
+class TestThresholdInRuns:
+    def test_snapped_policy_choice(self):
+        from rass_theory.diffusion._contract import THRESHOLD_GRID, snapped_threshold_verifier
+
+        v = snapped_threshold_verifier()
+        # the policy is chosen at the grid point below delta: same object inside one cell
+        assert v.policy_for(1, 0.30) is v.policy_for(1, 0.26)
+        assert v.policy_for(1, 0.30) is not v.policy_for(1, 0.55)
+        assert v.policy_for(1, 50.0) is v.policy_for(1, float(THRESHOLD_GRID[-1]))
+
+    def test_threshold_run_k1(self, gm16):
+        run = speculative_sample(gm16, "threshold", K=1, L=2, n_samples=20, rng=0)
+        assert run.verifier == "threshold" and run.samples.shape == (20, 16)
+        assert run.rounds.committed.sum() == 20 * 28
