@@ -45,6 +45,14 @@ def _ratio_and_slope(K: int, c: np.ndarray):
 
 def kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A: bool,
                *, max_iter: int = 12, tol: float = 1e-14):
+    """See :func:`_kkt_newton`; floating-point warnings of diverging trial steps are silenced
+    (a non-finite residual rejects the step)."""
+    with np.errstate(all="ignore"):
+        return _kkt_newton(segment, delta, w0, c0, left_in_A, max_iter=max_iter, tol=tol)
+
+
+def _kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A: bool,
+                *, max_iter: int = 12, tol: float = 1e-14):
     """Newton on the KKT system from ``(w0, c0)``; returns weights or ``None`` on failure.
 
     Parameters
@@ -90,6 +98,8 @@ def kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A:
     nu = float(r0[m:m + s] @ w)
     for _ in range(max_iter):
         r, ratio, slope, x = residual(w, c, nu)
+        if not np.all(np.isfinite(r)):
+            return None
         norm = float(np.max(np.abs(r)))
         if norm <= tol:
             break
@@ -112,7 +122,7 @@ def kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A:
             c_new = c + alpha * step[s:s + m]
             if np.all(w_new >= -1e-14) and np.all(np.diff(c_new) > 0):
                 rn = residual(np.clip(w_new, 0, None), c_new, nu + alpha * step[-1])[0]
-                if np.max(np.abs(rn)) < norm or alpha < 0.02:
+                if np.all(np.isfinite(rn)) and (np.max(np.abs(rn)) < norm or alpha < 0.02):
                     break
             alpha *= 0.5
         else:
