@@ -211,3 +211,17 @@ class TestOptimalWeights:
         children, mu_d, mu_t, sigma, _ = node_batch(300, 3, 2, 0.4)
         res = tv.rass(uniform_weights)(children, mu_d, mu_t, sigma, 0)
         assert calls == [(300,)] and res.states.shape == (300, 2)
+
+
+class TestFloat32Law:
+    """float32 runs keep the target law: s ~ N(delta, 1) and ||z_perp||^2 ~ chi^2(d - 1)."""
+
+    @pytest.mark.parametrize("rule", ["rass", "threshold", "dgrs"])
+    def test_float32_output_law(self, rule):
+        factory, K = RULES[rule]
+        n, d = 30_000, 4
+        children, mu_d, mu_t, sigma, e = node_batch(n, K, d, 0.8, dtype=torch.float32, seed=21)
+        res = factory()(children, mu_d, mu_t, sigma, 22)
+        s, r = standardised(res.states, mu_d, mu_t, sigma, e)
+        assert stats.kstest(s, "norm").pvalue > 1e-3
+        assert stats.kstest(r, stats.chi2(d - 1).cdf).pvalue > 1e-3
