@@ -282,6 +282,25 @@ class TestDiffusionFigure:
         assert heights == [1.7, 1.8, 1.9]
         _texts_inside(fig)
 
+    def test_sweep_gm_columns_panel_per_matching(self, tmp_path):
+        from rass_theory.diffusion.sweep import CSV_FIELDS
+
+        assert {"verifier", "base_K", "base_L", "budget", "speedup", "speedup_se", "predicted_speedup"} <= set(CSV_FIELDS)
+        path = self._csv(tmp_path, ["verifier", "base_K", "base_L", "budget", "speedup", "speedup_se",
+                                    "predicted_speedup"],
+                         [["rmc", 2, 3, "target_nodes", 1.41, 0.01, 1.40], ["rmc", 2, 3, "drafted_nodes", 1.5, 0.01, ""],
+                          ["dgrs", 2, 3, "tree", 1.47, 0.01, 1.47], ["rass", 2, 3, "tree", 1.51, 0.01, 1.51]])
+        t = plot.read_sweep_csv(path)
+        assert t["K"].tolist() == ["2"] * 4 and np.isnan(t["predicted_speedup"][1])
+        fig = plot.plot_gm_speedup(t)
+        assert [a.get_title() for a in fig.axes] == ["RMC chains matched on target nodes",
+                                                     "RMC chains matched on drafted nodes"]
+        assert sorted(p.get_height() for p in fig.axes[0].patches) == [1.41, 1.47, 1.51]
+        assert sorted(p.get_height() for p in fig.axes[1].patches) == [1.47, 1.5, 1.51]
+        diamonds = [ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "D"]
+        assert sorted(float(ln.get_ydata()[0]) for ln in diamonds) == [1.40, 1.47, 1.51]
+        _texts_inside(fig)
+
     @pytest.mark.parametrize("header, rows, match", [
         (["verifier", "K", "L"], [["rass", 2, 3]], "lacks column"),
         (["verifier", "K", "L", "speedup"], [["rass", 2, 3, "fast"]], "must be numbers"),

@@ -107,21 +107,42 @@ def embedded_sweep(*, dim=64, n_samples=400, trees=((1, 3), (2, 3), (4, 3)),
                                           "n_steps": n_steps, "churn": churn, "seed": seed})
 
 
+def _panels(table: Table):
+    """Panels as (title, sub-table). ``sweep-gm`` marks tree arms ``budget="tree"`` and RMC chains
+    with the budget matching they were sized under; each matching gets a panel with the trees."""
+    if "budget" not in table.names:
+        return [("", table)]
+    budgets = list(dict.fromkeys(table["budget"].tolist()))
+    matchings = [b for b in budgets if b not in ("", "tree")]
+    if not matchings:
+        return [("", table)]
+    shared = [b for b in budgets if b in ("", "tree")]
+    out = []
+    for b in matchings:
+        mask = np.isin(table["budget"], [b] + shared)
+        out.append((f"RMC chains matched on {b.replace('_', ' ')}" if shared else f"budget: {b}",
+                    Table({k: v[mask] for k, v in table.columns.items()}, table.meta)))
+    return out
+
+
 def plot_gm_speedup(table: Table, *, title: str | None = None):
     """Grouped bars: speedup per tree ``(K, L)`` (groups) and verifier (bars), ±1 standard error.
 
-    One panel per ``budget`` value when the table has several.
+    When the table carries budget matchings (the ``budget`` column of ``sweep-gm``: ``"tree"``
+    for tree arms, a matching name for the RMC chains sized to each tree), there is one panel per
+    matching, each with the tree arms and the chains matched under it. Diamonds mark the
+    speedup predicted from per-node acceptance where the table has it.
     """
-    budgets = list(dict.fromkeys(table["budget"].tolist())) if "budget" in table.names else [""]
     order = [v for v in ("rmc", "dgrs", "rass", "threshold", "resample") if v in set(table["verifier"].tolist())]
     order += [v for v in dict.fromkeys(table["verifier"].tolist()) if v not in order]
+    panels = _panels(table)
     with style_context():
         groups_all = list(dict.fromkeys(zip(table["K"].tolist(), table["L"].tolist())))
-        fig, axes = new_figure(1, len(budgets), width=max(4.5, 0.9 * len(groups_all) + 2.5) * len(budgets) ** 0.8,
-                               height=3.8, sharey=True, squeeze=False)
+        fig, axes = new_figure(len(panels), 1, width=max(4.5, 1.1 * len(groups_all) + 2.0),
+                               height=3.1 * len(panels) + 0.8, sharey=True, squeeze=False)
+        axes = axes.T
         handles = {}
-        for ax, budget in zip(axes[0], budgets):
-            sub = table.where(budget=budget) if "budget" in table.names else table
+        for ax, (panel_title, sub) in zip(axes[0], panels):
             groups = list(dict.fromkeys(zip(sub["K"].tolist(), sub["L"].tolist())))
             for gi, (K, L) in enumerate(groups):
                 in_group = sub.where(K=K, L=L)
@@ -134,24 +155,29 @@ def plot_gm_speedup(table: Table, *, title: str | None = None):
                     style = RULE_STYLE.get(v, RULE_STYLE["mutant"])
                     bar = ax.bar([x], [y], width=width * 0.92, color=style["color"],
                                  yerr=[0.0 if math.isnan(e) else e], capsize=2, error_kw={"linewidth": 0.9})
-                    ax.annotate(f"{y:.2f}", (x, y + (0 if math.isnan(e) else e)), xytext=(0, 2),
-                                textcoords="offset points", ha="center", va="bottom", fontsize=7)
+                    top = y + (0 if math.isnan(e) else e)
                     handles.setdefault(v, bar.patches[0])
                     if "predicted_speedup" in in_group.names and np.isfinite(in_group["predicted_speedup"][i]):
-                        mk = ax.plot([x], [in_group["predicted_speedup"][i]], marker="D", markersize=4.5,
-                                     color="black", markerfacecolor="white", linestyle="none", zorder=5)[0]
+                        pred = float(in_group["predicted_speedup"][i])
+                        mk = ax.plot([x], [pred], marker="D", markersize=4.5, color="black",
+                                     markerfacecolor="white", linestyle="none", zorder=5)[0]
                         handles.setdefault("_theory", mk)
+                        top = max(top, pred)
+                    ax.annotate(f"{y:.2f}", (x, top), xytext=(0, 4), textcoords="offset points", ha="center",
+                                va="bottom", fontsize=7)
             ax.axhline(1.0, color="black", linewidth=0.7)
             ax.set_xticks(range(len(groups)), [f"K={K}\nL={L}" for K, L in groups])
             ax.set_xlabel("draft tree (width K, depth L)")
             ax.grid(axis="x", visible=False)
             ax.margins(y=0.08)
-            if budget:
-                ax.set_title(f"budget: {budget}")
-        axes[0, 0].set_ylabel("speedup (standard steps / target calls)")
+            if panel_title:
+                ax.set_title(panel_title)
+        for ax in axes[0]:
+            ax.set_ylabel("speedup\n(standard steps / target calls)")
         labels = ["theory (per-node acceptance)" if v == "_theory" else
                   RULE_LABEL.get(v, v).replace(" (optimal weights)", "").replace(" (K = 1)", "") for v in handles]
-        fig.legend(list(handles.values()), labels, loc="outside lower center", ncols=len(labels))
+        ncols = max(1, min(len(labels), int(fig.get_figwidth() // 1.9)))  # long labels: keep inside the figure
+        fig.legend(list(handles.values()), labels, loc="outside lower center", ncols=ncols)
         meta = table.meta
         default = "Gaussian-mixture speedups" + (f" (d = {meta['dim']}, embedded sweep)" if "dim" in meta else "")
         fig.suptitle(title or default)
