@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import math
 
-from rass_theory._validation import check_delta, check_K, check_weights
+from rass_theory._validation import check_weights
 from rass_theory.exact import dgrs as _dgrs
 
 __all__ = ["RULES", "acceptance", "rejection_probability"]
@@ -40,8 +40,8 @@ def _no_weights(rule: str, weights) -> None:
         raise ValueError(f"weights apply only to rule 'rass'; rule {rule!r} takes weights=None")
 
 
-def _rmc_K(K) -> None:
-    if check_K(K) != 1:
+def _rmc_K(K: int) -> None:
+    if K != 1:
         raise ValueError(f"rule 'rmc' is a single-draft rule and needs K == 1, got K={K}")
 
 
@@ -116,8 +116,7 @@ def acceptance(rule, K, delta, weights=None) -> float:
     if rule == "dgrs" and weights is None:  # hot path: no allocation, plain floats
         return _dgrs.acceptance(K, delta)
     rule = _check_rule(rule)
-    K = check_K(K)
-    delta = check_delta(delta)
+    K, delta = _dgrs._validate_fast(K, delta)
     if rule == "rmc":
         _no_weights(rule, weights)
         _rmc_K(K)
@@ -142,8 +141,7 @@ def rejection_probability(rule, K, delta, weights=None) -> float:
     RASS: ``TV(g_w, f)`` as summed by the exact law (not ``1 - acceptance``).
     """
     rule = _check_rule(rule)
-    K = check_K(K)
-    delta = check_delta(delta)
+    K, delta = _dgrs._validate_fast(K, delta)
     if rule == "rmc":
         _no_weights(rule, weights)
         _rmc_K(K)
