@@ -105,6 +105,12 @@ class TestBadInput:
         assert res.exit_code == 1 and "refusing to replace" in res.output
         assert (d / "notes.txt").read_text() == "precious"
 
+    def test_malformed_gm_csv(self, tmp_path):
+        bad = tmp_path / "sweep.csv"
+        bad.write_text("verifier,K\nrass,2\n")
+        res = self.run("--out", str(tmp_path / "r"), "--gm-csv", str(bad))
+        assert res.exit_code == 2 and "lacks column" in res.output and not (tmp_path / "r").exists()
+
     def test_missing_gm_csv(self, tmp_path):
         res = self.run("--out", str(tmp_path / "r"), "--gm-csv", str(tmp_path / "nope.csv"))
         assert res.exit_code == 2 and "does not exist" in res.output

@@ -177,6 +177,13 @@ class TestBuildReportMechanics:
         assert (out / MANIFEST_NAME).read_text() == before
         assert sorted(os.listdir(tmp_path)) == ["r"]
 
+    def test_cancelled_run_writes_nothing(self, tmp_path, monkeypatch):
+        _fake_registry(monkeypatch, self._sections())
+        with pytest.raises(ReportError, match="cancelled"):
+            build_report(tmp_path / "r", ReportConfig.default(quick=True, sections=("acceptance",)),
+                         cancelled=lambda: True)
+        assert list(tmp_path.iterdir()) == []
+
     def test_keep_going_marks_failure(self, tmp_path, monkeypatch):
         _fake_registry(monkeypatch, self._sections(trouble=True))
         out = tmp_path / "r"

@@ -52,12 +52,22 @@ def parse_float_grid(text: str, name: str) -> tuple[float, ...]:
     return values
 
 
+_TERMINATED = threading.Event()
+
+
 def _exit_on_sigterm():
-    """Turn SIGTERM into SystemExit so the partial report directory is removed on the way out."""
+    """Turn SIGTERM into SystemExit so the partial report directory is removed on the way out.
+
+    The event is also set, and the builder polls it before moving the report into place, in case
+    the exception is swallowed (an exception raised inside a ``__del__`` or a generator's
+    ``close`` is only printed).
+    """
+    _TERMINATED.clear()
     if threading.current_thread() is not threading.main_thread():
         return None
 
     def handler(signum, frame):
+        _TERMINATED.set()
         raise SystemExit(128 + signum)
 
     return signal.signal(signal.SIGTERM, handler)
@@ -128,6 +138,12 @@ def report(out, quick, K, deltas, weights_K, n_samples, seed, gm_csv, formats, s
     if seed is not None:
         overrides["seed"] = seed
     if gm_csv is not None:
+        from ..plot.diffusion import read_sweep_csv
+
+        try:
+            read_sweep_csv(gm_csv)  # fail before any computation, not at the last section
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--gm-csv") from None
         overrides["gm_csv"] = gm_csv
     if formats is not None:
         overrides["formats"] = tuple(x for x in formats.replace(" ", "").split(",") if x)
@@ -151,8 +167,11 @@ def report(out, quick, K, deltas, weights_K, n_samples, seed, gm_csv, formats, s
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as bar:
             summary = build_report(out, config, force=force, progress=_RichProgress(bar),
-                                   keep_going=keep_going, command=command)
+                                   keep_going=keep_going, command=command, cancelled=_TERMINATED.is_set)
     except ReportError as exc:
+        if _TERMINATED.is_set():
+            console.print(f"[red]{exc}")
+            raise SystemExit(128 + signal.SIGTERM) from None
         raise click.ClickException(str(exc)) from None
     finally:
         if previous is not None:

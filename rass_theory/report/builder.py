@@ -108,7 +108,7 @@ def _section_registry():
 
 
 def build_report(out, config: ReportConfig | None = None, *, force: bool = False, progress=None,
-                 keep_going: bool = False, command: str | None = None) -> ReportSummary:
+                 keep_going: bool = False, command: str | None = None, cancelled=None) -> ReportSummary:
     """Build the whole report into ``out`` atomically.
 
     Parameters
@@ -127,6 +127,11 @@ def build_report(out, config: ReportConfig | None = None, *, force: bool = False
         into place, then :class:`ReportError` is raised so the caller exits non-zero.
     command : str, optional
         Command line recorded in the report for reproducibility.
+    cancelled : callable, optional
+        Polled after every section and before the final move; when it returns True the
+        temporary directory is removed and :class:`ReportError` is raised (the command line sets
+        it from a SIGTERM handler, so a termination is honoured even if the signal's exception
+        was swallowed somewhere inside a library).
 
     Returns
     -------
@@ -167,6 +172,7 @@ def build_report(out, config: ReportConfig | None = None, *, force: bool = False
             results.append(res)
             if progress is not None:
                 progress.done(key, res.status)
+            _check_cancelled(cancelled)
         doc = _document(config, results, command)
         (tmp / "index.md").write_text(render_markdown(doc), encoding="utf-8")
         (tmp / "index.html").write_text(render_html(doc), encoding="utf-8")
@@ -181,12 +187,18 @@ def build_report(out, config: ReportConfig | None = None, *, force: bool = False
                           "seconds": round(r.seconds, 3), "files": r.files} for r in results],
             "files": files,
         })
+        _check_cancelled(cancelled)
     summary = ReportSummary(Path(os.path.abspath(out)), results, [f["path"] for f in files] + [MANIFEST_NAME],
                             time.perf_counter() - t0)
     if failed:
         raise ReportError("report written to {} but these sections FAILED: {}".format(
             summary.out, ", ".join(f"{r.key} ({r.reason})" for r in failed)))
     return summary
+
+
+def _check_cancelled(cancelled):
+    if cancelled is not None and cancelled():
+        raise ReportError("report cancelled (terminated); nothing was written")
 
 
 def _document(config: ReportConfig, results: list, command: str | None) -> Document:
