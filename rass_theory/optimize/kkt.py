@@ -80,6 +80,7 @@ def _kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A
     # sigma_k = d b(A)/d c_k / b(c_k): +1 if c_k is a right end of an A-interval, -1 if a left end
     sigma = np.where(in_A[:-1], 1.0, -1.0)
     nu = 0.0
+    notS = np.setdiff1d(np.arange(K), S)  # ranks outside the support (weight 0)
 
     def residual(w, c, nu):
         e = ends(c)
@@ -89,8 +90,7 @@ def _kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A
         x = delta * c - 0.5 * delta * delta
         v = w - 1.0 / K
         # (f - g)/phi with the uniform part cancelled analytically (accurate for small delta)
-        h = np.expm1(x) - ratio[:, S] @ v - (ratio[:, np.setdiff1d(np.arange(K), S)].sum(axis=1) * (-1.0 / K)
-                                              if s < K else 0.0)
+        h = np.expm1(x) - ratio[:, S] @ v - (ratio[:, notS].sum(axis=1) * (-1.0 / K) if s < K else 0.0)
         return np.concatenate([h, masses - nu, [w.sum() - 1.0]]), ratio, slope, x
 
     # a consistent start for nu: the weighted mean of the masses

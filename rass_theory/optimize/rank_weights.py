@@ -5,6 +5,12 @@ Method (proofs/P4-weight-program.md):
 1. *Start*: the quadrature LP in its small dual form, a parametrised cvxpy problem
    (:class:`rass_theory.optimize.quadrature.DualQuadratureLP`, HiGHS), or, when a nearby
    ``delta`` of the same ``K`` was already solved in this process, the interpolated weights.
+   Before that, KKT Newton (:mod:`rass_theory.optimize.kkt`) is tried from the nearest known
+   optimal structures (support, crossings, sign pattern): this process's cache and a shipped
+   table of certified optima (``_table_data.py``, built by ``optimize/data/build_table.py``
+   for K in {2..8, 16, 32, ...} on a delta grid), so a delta never seen in this process
+   is still near a solved one.  A table start is only a start: the result is certified at the
+   requested delta (step 3) or discarded.
 2. *Polish* on the exact objective: crossings of ``f`` and ``g_w`` found to machine precision,
    interval masses from closed-form order-statistic CDFs, exact gradient and Hessian, active-set
    Newton steps (:func:`rass_theory.optimize.mixture_tv.maximize_acceptance`).
@@ -265,6 +271,15 @@ def _table(K: int):
     return np.array([r[0] for r in rows], dtype=np.float64), tuple(rows)
 
 
+def _beyond_table(K: int, delta: float) -> bool:
+    """Whether ``delta`` lies past the last tabulated row of ``K`` (where the table builder
+    found the top-rank vertex optimal), so that vertex is worth certifying first."""
+    if not _TABLE_ENABLED:
+        return False
+    deltas, _ = _table(K)
+    return bool(deltas.size) and delta > deltas[-1]
+
+
 def _table_neighbours(K: int, delta: float) -> list:
     """The bracketing table rows of ``delta``, nearest first (deterministic; at most two)."""
     if not _TABLE_ENABLED:
@@ -406,7 +421,9 @@ def optimal_rank_weights(K, delta) -> OptimalWeightsResult:
     (``g = phi``, acceptance ``2 Phi(-delta/2)`` within rounding of 1) with the certified gap
     at uniform weights.  Results are cached per ``K`` for warm starts, so a repeated call may
     differ from a fresh process in the last digits of the weights (the certificate holds for
-    both).  Proof and error analysis: proofs/P4-weight-program.md.
+    both).  Starts also come from a shipped table of certified optima: its lookup is
+    deterministic (the two bracketing rows, nearest first, ties to the lower delta), and past
+    its last row (top rank optimal there) the top-rank vertex is certified first.  Proof and error analysis: proofs/P4-weight-program.md.
 
     Examples
     --------
@@ -421,7 +438,7 @@ def optimal_rank_weights(K, delta) -> OptimalWeightsResult:
         return _closed_form_uniform(1, delta, "trivial", "closed-form")
     if delta <= DEGENERATE_DELTA:
         return _closed_form_uniform(K, delta, "degenerate", "closed-form")
-    res = _top_vertex(K, delta) if delta >= 2.0 else None
+    res = _top_vertex(K, delta) if delta >= 2.0 or _beyond_table(K, delta) else None
     if res is None:
         # KKT Newton from the nearest solved structures: this process's cache and the shipped
         # table (nearest first); each result is certified at ``delta`` or rejected

@@ -82,3 +82,12 @@ class TestTableWarmStarts:
         off = rw.optimal_rank_weights(6, 1.234)
         assert "table" in on.solver and "table" not in off.solver
         assert abs(on.acceptance - off.acceptance) <= max(on.gap, off.gap) + 1e-12
+
+    def test_past_the_last_row_the_top_vertex_is_certified(self, empty_cache):
+        deltas, _ = rw._table(2)
+        d = float(deltas[-1]) + 0.37
+        assert d < 2.0  # below the general top-vertex threshold: the table decides
+        res = rw.optimal_rank_weights(2, d)
+        assert res.solver.startswith("top-rank vertex") and res.status == "optimal"
+        np.testing.assert_array_equal(res.weights, [0.0, 1.0])
+        assert res.gap <= 1e-12
