@@ -30,7 +30,7 @@ NB01 = [
 
 One speculative node: `K` children `X_1..X_K ~ N(mu_draft, sigma^2 I)` and a target kernel
 `N(mu_target, sigma^2 I)`. Everything depends only on `K` and the standardised displacement
-`delta = ||mu_target - mu_draft|| / sigma` (DESIGN section 2, proof `proofs/P1-rank1.md`):
+`delta = ||mu_target - mu_draft|| / sigma` (DESIGN section 2, proof `proofs/P1-rank1-reduction.md`):
 in the rank-1 coordinate `s`, drafts are `N(0, 1)` and the target is `f(s) = phi(s - delta)`.
 
 This notebook computes the exact acceptance of each rule, the list-coupling bound, and checks the

@@ -18,7 +18,9 @@ __version__ = "0.1.0"
 _LAZY_ATTRIBUTES = {
     "acceptance": "rass_theory.exact.acceptance",
     "dgrs_residual_masses": "rass_theory.exact.dgrs",
+    "rejection_probability": "rass_theory.exact.acceptance",
     "acceptance_bound": "rass_theory.exact.bound",
+    "bound_threshold": "rass_theory.exact.bound",
     "selected_law": "rass_theory.exact.selected",
     "residual_law": "rass_theory.exact.selected",
     "Rank1Frame": "rass_theory.frame",

@@ -462,7 +462,7 @@ def check_exactness(verifier, K=4, delta=0.5, dim=8, n_samples=DEFAULT_N_SAMPLES
     Notes
     -----
     Under an exact rule the committed state is ``N(mu_target, sigma^2 I)`` (DESIGN section 2,
-    proof ``P1-rank1``): ``s - delta ~ N(0,1)``, ``||z_perp||^2 ~ chi^2(dim-1)`` independent of ``s``,
+    proof ``P1-rank1-reduction``): ``s - delta ~ N(0,1)``, ``||z_perp||^2 ~ chi^2(dim-1)`` independent of ``s``,
     and ``<v, z> ~ N(0, 1)`` for unit ``v`` orthogonal to ``e``.  Each is tested by a binned KS test
     (p-value conservative, :func:`rass_theory.stats.tests.binned_ks_test`) and a Pearson
     chi-square; the accepted count by an exact binomial test; the whole state by an energy

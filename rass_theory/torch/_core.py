@@ -1,6 +1,6 @@
 """Shared machinery of the torch verifiers: input checks, rank-1 projection, result assembly.
 
-The torch twin of :mod:`rass_theory.verifiers._core` (proof ``P1-rank1``):
+The torch twin of :mod:`rass_theory.verifiers._core` (proof ``P1-rank1-reduction``):
 
 1. validate the batch *from metadata only* (shapes, dtypes, devices; no value checks, which
    would synchronise the device with the host) and project every child on the node's unit

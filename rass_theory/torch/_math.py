@@ -111,7 +111,7 @@ class SelectedLaw:
         1 - G(s) = (1 - P^K) + sum_{i=0}^{K-1} (1 - W_i) C(K, i) p^i (P - p)^(K-i),
 
     and for ``s >= t``: ``g(s) = K phi(s) p^(K-1)``, ``G(s) = p^K``.  With ``t = +inf`` this is
-    the Bernstein form of the RASS selected law, DESIGN section 2.1 (proof ``P3-rass``).
+    the Bernstein form of the RASS selected law, DESIGN section 2.1 (proof ``P7-selected-law``).
     All sums are evaluated as streaming log-sum-exps of log-space terms (``log_ndtr``), so
     float32 keeps relative accuracy in both tails.  Inputs ``s`` of shape ``(n, m)`` evaluate
     row ``i``'s law at ``m`` points.
@@ -444,7 +444,7 @@ def dgrs_levels(K: int, delta: torch.Tensor):
 
     with the Mills ratio through ``erfcx`` (no overflow in either tail).  Computed in float64
     whatever the input dtype (``O(nK)`` scalars, negligible next to the projections); proof
-    ``P4-dgrs``.  ``delta`` must be ``> 0`` (callers substitute 1 on degenerate rows).
+    ``P3-dgrs-closed-form``.  ``delta`` must be ``> 0`` (callers substitute 1 on degenerate rows).
     """
     d = delta.to(torch.float64)
     n = d.shape[0]

@@ -126,7 +126,7 @@ class RMCVerifier(_TorchVerifier):
     Notes
     -----
     Accept w.p. ``min(1, exp(delta s - delta^2/2))`` (log space), else reflect
-    ``s -> delta - s`` keeping ``z_perp``; acceptance ``2 Phi(-delta/2)`` (proof ``P2-rmc``).
+    ``s -> delta - s`` keeping ``z_perp``; acceptance ``2 Phi(-delta/2)`` (proof ``P6-reductions``).
     Random numbers: one uniform per row.
     """
 
@@ -166,7 +166,7 @@ class DGRSVerifier(_TorchVerifier):
     Child ``k`` (1-based) is accepted w.p. ``min(1, r_{k-1}(s_k)/phi(s_k))`` with the closed-form
     residuals ``r_k/phi = b_k expm1(delta (s - c_k))`` (:func:`rass_theory.torch._math.dgrs_levels`,
     float64); after ``K`` rejections ``s'`` is drawn from ``r_K`` by inverse CDF and child 0's
-    ``z_perp`` is kept.  Acceptance ``1 - prod_k Z_k`` (proof ``P4-dgrs``).
+    ``z_perp`` is kept.  Acceptance ``1 - prod_k Z_k`` (proof ``P3-dgrs-closed-form``).
     Random numbers: ``K + 1`` uniforms per row (one tensor ``(n, K + 1)``).
     """
 
@@ -258,7 +258,7 @@ class RASSVerifier(_TorchVerifier):
     Sort by ``s``; draw a rank ``j ~ w``; accept the selected child w.p. ``min(1, f/g_w)`` with
     ``g_w(s) = phi(s) sum_j w_j K C(K-1, j) Phi(s)^j (1 - Phi(s))^(K-1-j)`` in log space;
     otherwise draw ``s'`` from ``(f - g_w)_+ / TV`` and keep the selected child's ``z_perp``.
-    Acceptance ``1 - TV(g_w, f)`` (proof ``P3-rass-exact``).
+    Acceptance ``1 - TV(g_w, f)`` (proof ``P2-rass-exactness``).
 
     Random numbers: three uniforms per row (one ``(n, 3)`` tensor: rank, accept, residual).
     On CUDA the residual is computed for every row (no synchronisation); on the CPU only for the
