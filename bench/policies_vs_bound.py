@@ -2,6 +2,11 @@
 threshold policy and the list-coupling bound for K in {2, 4, 8} and delta in {0.25, 0.5, 1, 1.5, 2}.
 
 Usage:  python bench/policies_vs_bound.py [--out table.csv]
+        python bench/policies_vs_bound.py --speed   # optimal_threshold_policy vs the reference
+
+``--speed`` times :func:`optimal_threshold_policy` against ``_optimal_threshold_policy_reference``
+(the pre-speed-up search: last-point warm start, golden section to ``xtol`` only) in the same
+process, for K in {2, 4, 8} and delta in {0.25, 0.5, 1, 2}, and prints the acceptance difference.
 """
 from __future__ import annotations
 
@@ -33,10 +38,81 @@ def rule(name, K, delta):
         return float("nan")
 
 
+def _optimal_threshold_policy_reference(K, delta, *, n_grid=25, xtol=1e-6):
+    """The search before the speed-up (kept here only as the timing/accuracy baseline)."""
+    from rass_theory.optimize.policies import ThresholdPolicyResult, ThresholdRankPolicy, _inner
+    from rass_theory.optimize.rank_weights import optimal_rank_weights
+
+    rass = optimal_rank_weights(K, delta)
+    cache = {}
+    start = {"w": rass.weights}
+
+    def a(t):
+        t = float(t)
+        if t not in cache:
+            cache[t] = _inner(K, delta, t, start["w"])
+            start["w"] = cache[t][1]
+        return cache[t][0]
+
+    ts = np.linspace(-3.0, delta + 3.0, n_grid)
+    vals = np.array([a(t) for t in ts])
+    cand = [i for i in range(n_grid)
+            if (i == 0 or vals[i] >= vals[i - 1]) and (i == n_grid - 1 or vals[i] >= vals[i + 1])]
+    cand = sorted(cand, key=lambda i: -vals[i])[:2]
+    invphi = (np.sqrt(5.0) - 1.0) / 2.0
+    for i in cand:
+        lo, hi = ts[max(i - 1, 0)], ts[min(i + 1, n_grid - 1)]
+        x1, x2 = hi - invphi * (hi - lo), lo + invphi * (hi - lo)
+        f1, f2 = a(x1), a(x2)
+        for _ in range(40):
+            if hi - lo < xtol:
+                break
+            if f1 >= f2:
+                hi, x2, f2 = x2, x1, f1
+                x1 = hi - invphi * (hi - lo)
+                f1 = a(x1)
+            else:
+                lo, x1, f1 = x1, x2, f2
+                x2 = lo + invphi * (hi - lo)
+                f2 = a(x2)
+    t_best = max(cache, key=lambda t: cache[t][0])
+    acc, w, gap, tv = cache[t_best]
+    if rass.acceptance >= acc:
+        t_best, acc, w, gap, tv = np.inf, rass.acceptance, rass.weights, rass.gap, rass.tv
+    return ThresholdPolicyResult(ThresholdRankPolicy(K, t_best, w), acc, t_best, np.asarray(w), gap,
+                                 rass.acceptance, tv)
+
+
+def speed():
+    from rass_theory.optimize.policies import optimal_threshold_policy
+
+    optimal_threshold_policy(2, 1.0)  # imports and solver set-up outside the timings
+    print("K delta reference_s new_s ratio acceptance_new acceptance_ref diff t_new t_ref")
+    worst, tot_ref, tot_new = 0.0, 0.0, 0.0
+    for K in (2, 4, 8):
+        for d in (0.25, 0.5, 1.0, 2.0):
+            t0 = time.perf_counter()
+            ref = _optimal_threshold_policy_reference(K, d)
+            t1 = time.perf_counter()
+            new = optimal_threshold_policy(K, d)
+            t2 = time.perf_counter()
+            diff = new.acceptance - ref.acceptance
+            worst = max(worst, abs(diff))
+            tot_ref, tot_new = tot_ref + t1 - t0, tot_new + t2 - t1
+            print(f"{K} {d:g} {t1 - t0:.2f} {t2 - t1:.2f} {(t1 - t0) / (t2 - t1):.1f} "
+                  f"{new.acceptance:.15f} {ref.acceptance:.15f} {diff:.1e} {new.t:.6f} {ref.t:.6f}",
+                  flush=True)
+    print(f"total reference {tot_ref:.1f} s, new {tot_new:.1f} s, ratio {tot_ref / tot_new:.1f}; "
+          f"max |acceptance difference| {worst:.1e}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
+    ap.add_argument("--speed", action="store_true")
     args = ap.parse_args()
+    if args.speed:
+        return speed()
     from rass_theory.optimize.policies import optimal_threshold_policy, optimal_two_level_policy
 
     rows = []

@@ -268,7 +268,50 @@ class ThresholdPolicyResult:
     tv: float
 
 
-def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6) -> ThresholdPolicyResult:
+def _concave_upper_bound(lo, x1, x2, hi, flo, f1, f2, fhi) -> float:
+    """Upper bound on ``max_[lo, hi] a`` for concave ``a`` from four points ``lo < x1 < x2 < hi``.
+
+    Outside ``[x1, x2]`` the chord through ``x1, x2`` extended bounds ``a``; inside, the
+    chords ``(lo, x1)`` and ``(x2, hi)`` extended do.
+    """
+    s12 = (f2 - f1) / (x2 - x1)
+    sl = (f1 - flo) / (x1 - lo)
+    sr = (fhi - f2) / (hi - x2)
+    inner = min(f1 + max(sl, 0.0) * (x2 - x1), f2 - min(sr, 0.0) * (x2 - x1))
+    return max(f1 - s12 * (x1 - lo), f2 + s12 * (hi - x2), inner)
+
+
+def _golden_refine(a, lo, hi, xtol, ftol, best_so_far, max_iter: int = 40) -> None:
+    """Golden-section search for the maximum of ``a`` on ``[lo, hi]`` (values cached by ``a``).
+
+    Stops when the bracket is narrower than ``xtol``, or when the concave upper bound on the
+    bracket (:func:`_concave_upper_bound`) is within ``ftol`` of the best of its four points
+    (a flat top: more steps cannot raise the value by more than ``ftol``), or falls below the best
+    value found anywhere (``best_so_far()``) by more than ``ftol``.
+    """
+    invphi = (np.sqrt(5.0) - 1.0) / 2.0
+    flo, fhi = a(lo), a(hi)
+    x1 = hi - invphi * (hi - lo)
+    x2 = lo + invphi * (hi - lo)
+    f1, f2 = a(x1), a(x2)
+    for _ in range(max_iter):
+        if hi - lo < xtol:
+            break
+        ub = _concave_upper_bound(lo, x1, x2, hi, flo, f1, f2, fhi)
+        if ub - max(flo, f1, f2, fhi) <= ftol or ub < best_so_far() - ftol:
+            break
+        if f1 >= f2:
+            hi, fhi, x2, f2 = x2, f2, x1, f1
+            x1 = hi - invphi * (hi - lo)
+            f1 = a(x1)
+        else:
+            lo, flo, x1, f1 = x1, f1, x2, f2
+            x2 = lo + invphi * (hi - lo)
+            f2 = a(x2)
+
+
+def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6,
+                             ftol: float = 1e-12) -> ThresholdPolicyResult:
     """Best threshold-rank policy: exact convex program in ``w'``, bracketed search in ``t``.
 
     Parameters
@@ -279,12 +322,19 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6) 
         Points of the initial ``t`` grid on ``[-3, delta + 3]``.
     xtol : float
         Width of the final golden-section bracket in ``t``.
+    ftol : float
+        Flatness tolerance: a bracket stops shrinking once the concave upper bound on ``a``
+        over it is within ``ftol`` of its best value (or ``ftol`` below the best value found).
 
     Notes
     -----
     ``a(t) = max_{w'} acceptance(t, w')``.  The grid maximum is bracketed by its neighbours and
     refined by golden-section search (the grid is checked for a single interior maximum; if
-    ``a`` is not unimodal on the grid, every local maximum is refined and the best kept).
+    ``a`` is not unimodal on the grid, the two best local maxima are refined and the best
+    kept).  Each inner program is warm-started (exact Newton) from the weights at the nearest
+    threshold already solved.  The search stops early on a flat top: if ``a`` is concave on
+    the bracket, the chords through the four bracket points bound its maximum, and the
+    search ends once that bound is within ``ftol`` of the best bracket value.
     ``t = inf`` (RASS) is always a candidate, so the result is never worse than RASS.
     Proof of the selected law and of exactness: proofs/P8-value-aware-policies.md.
     """
@@ -296,14 +346,13 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6) 
         return ThresholdPolicyResult(pol, rass.acceptance, np.inf, rass.weights, rass.gap,
                                      rass.acceptance, rass.tv)
     cache: dict[float, tuple] = {}
-    start = {"w": rass.weights}
 
     def a(t):
+        # warm start from the solved threshold nearest to t (a sweep or a shrinking bracket)
         t = float(t)
         if t not in cache:
-            cache[t] = _inner(K, delta, t, start["w"])
-            w = cache[t][1]
-            start["w"] = w
+            w0 = cache[min(cache, key=lambda u: abs(u - t))][1] if cache else rass.weights
+            cache[t] = _inner(K, delta, t, w0)
         return cache[t][0]
 
     ts = np.linspace(-3.0, delta + 3.0, n_grid)
@@ -312,23 +361,9 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6) 
     cand = [i for i in range(n_grid)
             if (i == 0 or vals[i] >= vals[i - 1]) and (i == n_grid - 1 or vals[i] >= vals[i + 1])]
     cand = sorted(cand, key=lambda i: -vals[i])[:2]
-    invphi = (np.sqrt(5.0) - 1.0) / 2.0
     for i in cand:
-        lo, hi = ts[max(i - 1, 0)], ts[min(i + 1, n_grid - 1)]
-        x1 = hi - invphi * (hi - lo)
-        x2 = lo + invphi * (hi - lo)
-        f1, f2 = a(x1), a(x2)
-        for _ in range(40):
-            if hi - lo < xtol:
-                break
-            if f1 >= f2:
-                hi, x2, f2 = x2, x1, f1
-                x1 = hi - invphi * (hi - lo)
-                f1 = a(x1)
-            else:
-                lo, x1, f1 = x1, x2, f2
-                x2 = lo + invphi * (hi - lo)
-                f2 = a(x2)
+        _golden_refine(a, ts[max(i - 1, 0)], ts[min(i + 1, n_grid - 1)], xtol, ftol,
+                       lambda: max(v[0] for v in cache.values()))
     t_best = max(cache, key=lambda t: cache[t][0])
     acc, w, gap, tv = cache[t_best]
     if rass.acceptance >= acc:

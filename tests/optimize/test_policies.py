@@ -133,6 +133,46 @@ class TestOptimalThreshold:
         res = optimal_rank_weights(3, 0.6)
         assert RankPolicy(res.weights).acceptance(0.6) == pytest.approx(res.acceptance, abs=1e-14)
 
+    def test_concave_upper_bound_bounds_a_concave_maximum(self):
+        from rass_theory.optimize.policies import _concave_upper_bound
+
+        rng = np.random.default_rng(7)
+        for _ in range(200):
+            c, m, tstar = rng.uniform(0.01, 3), rng.normal(), rng.uniform(-1, 2)
+            f = lambda x: m - c * (x - tstar) ** 2
+            lo, hi = -1.0, 2.0
+            x1, x2 = np.sort(rng.uniform(lo, hi, 2))
+            ub = _concave_upper_bound(lo, x1, x2, hi, f(lo), f(x1), f(x2), f(hi))
+            assert ub >= m - 1e-12
+        # a linear function: the bound is exact at the higher end
+        f = lambda x: 2.0 * x
+        assert _concave_upper_bound(0.0, 0.3, 0.6, 1.0, 0.0, 0.6, 1.2, 2.0) == pytest.approx(2.0)
+
+    def test_golden_refine_finds_maximum_and_stops_on_flat_top(self):
+        from rass_theory.optimize.policies import _golden_refine
+
+        calls = {}
+
+        def a(t):
+            calls[t] = -(t - 0.3) ** 2
+            return calls[t]
+
+        _golden_refine(a, -1.0, 1.0, 1e-6, 0.0, lambda: max(calls.values()))
+        assert abs(max(calls, key=calls.get) - 0.3) < 1e-6
+        calls.clear()
+        _golden_refine(a, -1.0, 1.0, 1e-9, 1e-6, lambda: max(calls.values()))
+        n_ftol = len(calls)
+        assert max(calls.values()) > -1e-6 * 2
+        assert n_ftol < 25                      # an xtol of 1e-9 alone needs about 45 points
+        flat = {}
+
+        def b(t):
+            flat[t] = 1.0
+            return 1.0
+
+        _golden_refine(b, -1.0, 1.0, 1e-9, 1e-12, lambda: 1.0)
+        assert len(flat) == 4                   # the bracket's four points show a flat top
+
     @pytest.mark.slow
     def test_two_level_closes_part_of_the_gap(self):
         from rass_theory.optimize.policies import optimal_two_level_policy
