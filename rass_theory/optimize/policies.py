@@ -268,46 +268,78 @@ class ThresholdPolicyResult:
     tv: float
 
 
-def _concave_upper_bound(lo, x1, x2, hi, flo, f1, f2, fhi) -> float:
-    """Upper bound on ``max_[lo, hi] a`` for concave ``a`` from four points ``lo < x1 < x2 < hi``.
+def _concave_upper_bound(xs, fs) -> float:
+    """Upper bound on ``max a`` over ``[xs[0], xs[-1]]`` for concave ``a`` sampled at sorted ``xs``.
 
-    Outside ``[x1, x2]`` the chord through ``x1, x2`` extended bounds ``a``; inside, the
-    chords ``(lo, x1)`` and ``(x2, hi)`` extended do.
+    With ``k`` the best sample, the maximum lies in ``[xs[k-1], xs[k+1]]``; on each of the two
+    cells the chords of the neighbouring cells, extended, lie above ``a`` (concavity), so the
+    maximum over the cell of the lower of the two lines bounds it (``inf`` where both chords
+    are missing).
     """
-    s12 = (f2 - f1) / (x2 - x1)
-    sl = (f1 - flo) / (x1 - lo)
-    sr = (fhi - f2) / (hi - x2)
-    inner = min(f1 + max(sl, 0.0) * (x2 - x1), f2 - min(sr, 0.0) * (x2 - x1))
-    return max(f1 - s12 * (x1 - lo), f2 + s12 * (hi - x2), inner)
+    xs = np.asarray(xs, dtype=np.float64)
+    fs = np.asarray(fs, dtype=np.float64)
+    n, k = xs.size, int(np.argmax(fs))
+
+    def chord(i, j):
+        # (value at 0, slope) of the chord through samples i, j; None where one is missing
+        if i < 0 or j >= n:
+            return None
+        slope = (fs[j] - fs[i]) / (xs[j] - xs[i])
+        return fs[i] - slope * xs[i], slope
+
+    def cell_max(c1, c2, lo, hi):
+        # max over [lo, hi] of min(line c1, line c2) (a missing line does not bound)
+        lines = [c for c in (c1, c2) if c is not None]
+        if not lines:
+            return np.inf
+        pts = [lo, hi]
+        if len(lines) == 2 and lines[0][1] != lines[1][1]:
+            x = (lines[1][0] - lines[0][0]) / (lines[0][1] - lines[1][1])
+            if lo < x < hi:
+                pts.append(x)
+        return max(min(c0 + sl * x for c0, sl in lines) for x in pts)
+
+    ub = fs[k]
+    if k > 0:
+        ub = max(ub, cell_max(chord(k - 2, k - 1), chord(k, k + 1), xs[k - 1], xs[k]))
+    if k < n - 1:
+        ub = max(ub, cell_max(chord(k - 1, k), chord(k + 1, k + 2), xs[k], xs[k + 1]))
+    return float(ub)
 
 
-def _golden_refine(a, lo, hi, xtol, ftol, best_so_far, max_iter: int = 40) -> None:
-    """Golden-section search for the maximum of ``a`` on ``[lo, hi]`` (values cached by ``a``).
+class _FlatTop(Exception):
+    """Raised inside the 1-D search once more evaluations cannot gain ``ftol``."""
 
-    Stops when the bracket is narrower than ``xtol``, or when the concave upper bound on the
-    bracket (:func:`_concave_upper_bound`) is within ``ftol`` of the best of its four points
-    (a flat top: more steps cannot raise the value by more than ``ftol``), or falls below the best
-    value found anywhere (``best_so_far()``) by more than ``ftol``.
+
+def _refine_max(a, lo, hi, xtol, ftol, known, best_so_far) -> None:
+    """Maximise ``a`` on ``[lo, hi]`` by bounded Brent search (values cached by ``a``).
+
+    ``known()`` returns the ``{t: a(t)}`` evaluated so far.  The search stops at Brent's
+    ``xtol``, or as soon as the concave upper bound (:func:`_concave_upper_bound`) from the
+    samples in ``[lo, hi]`` is within ``ftol`` of their best (a flat top: more evaluations
+    cannot gain ``ftol``) or ``ftol`` below ``best_so_far()`` (the bracket cannot win).
     """
-    invphi = (np.sqrt(5.0) - 1.0) / 2.0
-    flo, fhi = a(lo), a(hi)
-    x1 = hi - invphi * (hi - lo)
-    x2 = lo + invphi * (hi - lo)
-    f1, f2 = a(x1), a(x2)
-    for _ in range(max_iter):
-        if hi - lo < xtol:
-            break
-        ub = _concave_upper_bound(lo, x1, x2, hi, flo, f1, f2, fhi)
-        if ub - max(flo, f1, f2, fhi) <= ftol or ub < best_so_far() - ftol:
-            break
-        if f1 >= f2:
-            hi, fhi, x2, f2 = x2, f2, x1, f1
-            x1 = hi - invphi * (hi - lo)
-            f1 = a(x1)
-        else:
-            lo, flo, x1, f1 = x1, f1, x2, f2
-            x2 = lo + invphi * (hi - lo)
-            f2 = a(x2)
+    from scipy.optimize import minimize_scalar
+
+    def flat():
+        pts = sorted((t, v) for t, v in known().items() if lo <= t <= hi)
+        if len(pts) < 3:
+            return False
+        ub = _concave_upper_bound([p[0] for p in pts], [p[1] for p in pts])
+        return ub - max(p[1] for p in pts) <= ftol or ub < best_so_far() - ftol
+
+    def neg(t):
+        v = a(t)
+        if flat():
+            raise _FlatTop
+        return -v
+
+    a(lo), a(hi)
+    try:
+        minimize_scalar(neg, bounds=(lo, hi), method="bounded",
+                        options={"xatol": xtol, "maxiter": 100})
+    except _FlatTop:
+        pass
 
 
 def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6,
@@ -321,20 +353,20 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6,
     n_grid : int
         Points of the initial ``t`` grid on ``[-3, delta + 3]``.
     xtol : float
-        Width of the final golden-section bracket in ``t``.
+        Absolute tolerance in ``t`` of the bounded Brent search.
     ftol : float
-        Flatness tolerance: a bracket stops shrinking once the concave upper bound on ``a``
-        over it is within ``ftol`` of its best value (or ``ftol`` below the best value found).
+        Flatness tolerance: a bracket's search stops once the concave upper bound on ``a``
+        over it is within ``ftol`` of its best sample (or ``ftol`` below the best value found).
 
     Notes
     -----
     ``a(t) = max_{w'} acceptance(t, w')``.  The grid maximum is bracketed by its neighbours and
-    refined by golden-section search (the grid is checked for a single interior maximum; if
+    refined by bounded Brent search (the grid is checked for a single interior maximum; if
     ``a`` is not unimodal on the grid, the two best local maxima are refined and the best
     kept).  Each inner program is warm-started (exact Newton) from the weights at the nearest
     threshold already solved.  The search stops early on a flat top: if ``a`` is concave on
-    the bracket, the chords through the four bracket points bound its maximum, and the
-    search ends once that bound is within ``ftol`` of the best bracket value.
+    the bracket, the extended chords between its samples bound its maximum, and the search
+    ends once that bound is within ``ftol`` of the best sample.
     ``t = inf`` (RASS) is always a candidate, so the result is never worse than RASS.
     Proof of the selected law and of exactness: proofs/P8-value-aware-policies.md.
     """
@@ -357,13 +389,14 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6,
 
     ts = np.linspace(-3.0, delta + 3.0, n_grid)
     vals = np.array([a(t) for t in ts])
-    # local maxima of the grid (ends included), each refined by golden section
+    # local maxima of the grid (ends included), each refined by bounded Brent search
     cand = [i for i in range(n_grid)
             if (i == 0 or vals[i] >= vals[i - 1]) and (i == n_grid - 1 or vals[i] >= vals[i + 1])]
     cand = sorted(cand, key=lambda i: -vals[i])[:2]
     for i in cand:
-        _golden_refine(a, ts[max(i - 1, 0)], ts[min(i + 1, n_grid - 1)], xtol, ftol,
-                       lambda: max(v[0] for v in cache.values()))
+        _refine_max(a, ts[max(i - 1, 0)], ts[min(i + 1, n_grid - 1)], xtol, ftol,
+                    lambda: {t: v[0] for t, v in cache.items()},
+                    lambda: max(v[0] for v in cache.values()))
     t_best = max(cache, key=lambda t: cache[t][0])
     acc, w, gap, tv = cache[t_best]
     if rass.acceptance >= acc:
