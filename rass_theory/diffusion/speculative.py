@@ -151,7 +151,8 @@ def _speedup(n_std: int, calls: np.ndarray):
 
 
 def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_steps: int = 30,
-                       churn: float = 0.06, rng=None, *, draft="frozen", expansion: str = "lazy",
+                       churn: float = 0.06, rng=None, *, kind: str = "sde", draft="frozen",
+                       expansion: str = "lazy",
                        max_floats_in_memory: int = 2 ** 24) -> SpeculativeResult:
     """Sample the churned Euler chain speculatively with draft trees.
 
@@ -172,6 +173,11 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
     churn : float
         Churn noise level in ``(0, inf)``.
     rng : int, SeedSequence, Generator or None
+    kind : {"sde", "ddim"}
+        Form of the stochastic step (default ``"sde"``), passed to :class:`ChurnSchedule`; use
+        the same ``kind`` in :func:`plain_sample` for the matching reference chain.  Draft and
+        target share the kernel (only the velocity differs), so exactness holds for either.
+        Anything else raises ValueError.
     draft : "frozen" or GaussianMixture
         ``"frozen"``: the draft mean of every node of a round uses the target velocity of the
         last verified (target-evaluated) state, frozen for the whole round -- no extra target
@@ -206,7 +212,7 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
     target = check_target(target)
     shape = TreeShape.from_spec(K, L)
     n_samples = check_positive_int(n_samples, "n_samples")
-    schedule = ChurnSchedule(n_steps, churn)
+    schedule = ChurnSchedule(n_steps, churn, kind=kind)
     rng = as_generator(rng)
     if expansion not in _EXPANSIONS:
         raise ValueError(f"expansion must be one of {_EXPANSIONS}, got {expansion!r}")
