@@ -33,19 +33,13 @@ def validate_node_inputs(children, mu_draft, mu_target, sigma):
     """Check the verifier contract's inputs and return them as float arrays.
 
     Returns ``children (n, K, d)``, ``mu_draft (n, d)``, ``mu_target (n, d)``, ``sigma (n,)``.
-    Raises ``ValueError``/``TypeError`` naming the offending argument.
+    Raises ``ValueError``/``TypeError`` naming the offending argument.  The finiteness test is
+    one reduction per array (no boolean temporary the size of ``children``), so the verifiers'
+    hot path can afford it.
     """
-    arrays = {}
-    for name, value, ndim in (("children", children, 3), ("mu_draft", mu_draft, 2), ("mu_target", mu_target, 2)):
-        arr = np.asarray(value)
-        if arr.dtype.kind not in "fiu":
-            raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-        if arr.ndim != ndim:
-            raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} must be finite (found NaN or infinity)")
-        arrays[name] = arr if arr.dtype.kind == "f" else arr.astype(np.float64)
-    children, mu_draft, mu_target = arrays["children"], arrays["mu_draft"], arrays["mu_target"]
+    children = _check_real_array(children, "children", 3)
+    mu_draft = _check_real_array(mu_draft, "mu_draft", 2)
+    mu_target = _check_real_array(mu_target, "mu_target", 2)
     n, K, d = children.shape
     if K < 1:
         raise ValueError("children must hold at least one child per node (K >= 1)")
@@ -53,14 +47,25 @@ def validate_node_inputs(children, mu_draft, mu_target, sigma):
         raise ValueError(f"mu_draft must have shape (n, d) = {(n, d)} to match children, got {mu_draft.shape}")
     if mu_target.shape != (n, d):
         raise ValueError(f"mu_target must have shape (n, d) = {(n, d)} to match children, got {mu_target.shape}")
-    sig = np.asarray(sigma, dtype=np.float64)
-    if sig.ndim == 0:
-        sig = np.full(n, float(sig))
-    if sig.shape != (n,):
-        raise ValueError(f"sigma must be a scalar or have shape (n,) = {(n,)}, got {sig.shape}")
-    if not np.all(np.isfinite(sig)) or np.any(sig <= 0):
-        raise ValueError("sigma must be finite and > 0")
-    return children, mu_draft, mu_target, sig
+    return children, mu_draft, mu_target, _as_sigma(sigma, n, np.float64)
+
+
+def _check_real_array(value, name: str, ndim: int) -> np.ndarray:
+    """Real array of ``ndim`` dimensions with finite entries (integers promoted to float64)."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
+    if arr.dtype.kind != "f":
+        return arr.astype(np.float64)
+    # a NaN or infinity makes the sum non-finite; a finite sum proves every entry finite
+    # unless it overflowed, in which case the exact elementwise check decides
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(arr, axis=None)
+    if not np.isfinite(total) and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (found NaN or infinity)")
+    return arr
 
 
 @dataclass(frozen=True)
@@ -110,21 +115,31 @@ class Rank1Frame:
         dtype = np.result_type(mu_draft.dtype, mu_target.dtype, np.float32)
         n, d = mu_draft.shape
         sig = _as_sigma(sigma, n, dtype)
-        diff = (mu_target - mu_draft).astype(dtype, copy=False)
-        with np.errstate(over="ignore"):
-            if not np.all(np.isfinite(diff)):
-                raise ValueError("mu_target - mu_draft overflows the dtype; rescale the means")
-        scale = np.max(np.abs(diff), axis=1) if d > 0 else np.zeros(n, dtype=dtype)
-        nonzero = scale > 0
-        direction = np.zeros((n, d), dtype=dtype)
-        if d > 0:
-            direction[:, 0] = 1.0
-        norm = np.zeros(n, dtype=dtype)
-        if np.any(nonzero):
-            scaled = diff[nonzero] / scale[nonzero, None]  # largest entry +-1: no under/overflow
+        diff = np.subtract(mu_target, mu_draft, dtype=dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = np.isfinite(np.add.reduce(diff, axis=None)) or np.all(np.isfinite(diff))
+        if not finite:
+            raise ValueError("mu_target - mu_draft overflows the dtype; rescale the means")
+        with np.errstate(over="ignore", under="ignore"):
+            norm = np.sqrt(np.einsum("nd,nd->n", diff, diff))
+        direction = diff
+        # rows whose squared norm under- or overflowed are rescaled by their largest entry
+        rescale = ~((norm > np.sqrt(np.finfo(dtype).tiny)) & np.isfinite(norm))
+        np.divide(diff, np.where(rescale, 1.0, norm)[:, None], out=direction)
+        if rescale.any():
+            rows = diff[rescale]
+            scale = np.max(np.abs(rows), axis=1) if d > 0 else np.zeros(rows.shape[0], dtype=dtype)
+            nonzero = scale > 0
+            unit = np.zeros_like(rows)
+            if d > 0:
+                unit[:, 0] = 1.0  # zero displacement: e = e_1
+            scaled = rows[nonzero] / scale[nonzero, None]  # largest entry +-1: no under/overflow
             scaled_norm = np.linalg.norm(scaled, axis=1)
-            direction[nonzero] = scaled / scaled_norm[:, None]
-            norm[nonzero] = scale[nonzero] * scaled_norm
+            unit[nonzero] = scaled / scaled_norm[:, None]
+            row_norm = np.zeros(rows.shape[0], dtype=dtype)
+            row_norm[nonzero] = scale[nonzero] * scaled_norm
+            direction[rescale] = unit
+            norm[rescale] = row_norm
         with np.errstate(over="ignore", under="ignore"):
             delta = norm / sig
         degenerate = delta <= degenerate_tolerance(dtype)
@@ -184,9 +199,7 @@ def _as_real_matrix(value, name: str) -> np.ndarray:
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     if arr.ndim != 2:
         raise ValueError(f"{name} must have shape (n, d), got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite (found NaN or infinity)")
-    return arr
+    return _check_real_array(arr, name, 2)
 
 
 def _as_sigma(sigma, n: int, dtype) -> np.ndarray:

@@ -29,8 +29,5 @@ class BuiltinVerifier:
         """
         return None
 
-    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):  # pragma: no cover - abstract
-        raise NotImplementedError
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

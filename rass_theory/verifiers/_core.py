@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import as_generator
-from ..frame import Rank1Frame, degenerate_tolerance
+from ..frame import Rank1Frame, validate_node_inputs
 from ._result import VerifierResult
 
 __all__ = ["NodeBatch", "prepare", "finish", "draw_uniforms"]
@@ -62,75 +62,6 @@ class NodeBatch:
         return self.frame.degenerate
 
 
-def _check_array(value, name: str, ndim: int) -> np.ndarray:
-    """Real array of ``ndim`` dimensions with finite entries (one reduction on the fast path)."""
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "fiu":
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
-    if arr.dtype.kind != "f":
-        return arr.astype(np.float64)
-    # a NaN or infinity makes the sum non-finite; a finite sum proves every entry finite
-    # unless it overflowed, in which case the exact elementwise check decides
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = np.add.reduce(arr, axis=None)
-    if not np.isfinite(total) and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite (found NaN or infinity)")
-    return arr
-
-
-def validate_fast(children, mu_draft, mu_target, sigma):
-    """Same checks and messages as :func:`rass_theory.frame.validate_node_inputs`, lean on memory.
-
-    The finiteness test is one reduction per array instead of an elementwise boolean temporary
-    of the size of ``children``.
-    """
-    children = _check_array(children, "children", 3)
-    mu_draft = _check_array(mu_draft, "mu_draft", 2)
-    mu_target = _check_array(mu_target, "mu_target", 2)
-    n, K, d = children.shape
-    if K < 1:
-        raise ValueError("children must hold at least one child per node (K >= 1)")
-    if mu_draft.shape != (n, d):
-        raise ValueError(f"mu_draft must have shape (n, d) = {(n, d)} to match children, got {mu_draft.shape}")
-    if mu_target.shape != (n, d):
-        raise ValueError(f"mu_target must have shape (n, d) = {(n, d)} to match children, got {mu_target.shape}")
-    try:
-        sig = np.asarray(sigma, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"sigma must be a real number or an array of shape (n,), got {sigma!r}") from exc
-    if sig.ndim == 0:
-        sig = np.full(n, float(sig))
-    if sig.shape != (n,):
-        raise ValueError(f"sigma must be a scalar or have shape (n,) = {(n,)}, got {sig.shape}")
-    if not np.all(np.isfinite(sig)) or np.any(sig <= 0):
-        raise ValueError("sigma must be finite and > 0")
-    return children, mu_draft, mu_target, sig
-
-
-def frame_fast(mu_draft, mu_target, sig) -> Rank1Frame:
-    """Build the :class:`Rank1Frame` of validated means with row-wise einsums.
-
-    Same conventions as :meth:`Rank1Frame.from_means` (dtype ``result_type(means, float32)``,
-    ``e = e_1`` for a zero displacement, ``degenerate = delta <= sqrt(eps)`` of that dtype).
-    """
-    dtype = np.result_type(mu_draft.dtype, mu_target.dtype, np.float32)
-    n, d = mu_draft.shape
-    diff = np.subtract(mu_target, mu_draft, dtype=dtype)
-    norm = np.sqrt(np.einsum("nd,nd->n", diff, diff))
-    nonzero = norm > 0
-    direction = np.divide(diff, np.where(nonzero, norm, 1.0)[:, None], out=diff)
-    if not nonzero.all():
-        direction[~nonzero] = 0.0
-        if d > 0:
-            direction[~nonzero, 0] = 1.0
-    sigma = sig.astype(dtype, copy=False)
-    delta = norm / sigma
-    degenerate = delta <= degenerate_tolerance(dtype)
-    return Rank1Frame(mu_draft.astype(dtype, copy=False), sigma, direction, delta, degenerate)
-
-
 def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None,
             project: bool = True) -> NodeBatch:
     """Validate the contract's inputs and project the children (one einsum over the batch).
@@ -142,12 +73,12 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None,
     project : bool
         Skip the projection for rules that ignore the drafts.
     """
-    children, mu_draft, mu_target, sig = validate_fast(children, mu_draft, mu_target, sigma)
+    children, mu_draft, mu_target, sig = validate_node_inputs(children, mu_draft, mu_target, sigma)
     if K is not None and children.shape[1] != K:
         raise ValueError(f"children must have K = {K} child(ren) per node for this verifier, "
                          f"got shape {children.shape}")
     gen = as_generator(rng)
-    frame = frame_fast(mu_draft, mu_target, sig)
+    frame = Rank1Frame.from_means(mu_draft, mu_target, sig)
     if project:
         # work in the children's precision for the big contraction, float64 afterwards
         e = frame.direction.astype(children.dtype, copy=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_generator, check_delta, check_K
-from ._core import validate_fast
+from ..frame import validate_node_inputs
 from ._base import BuiltinVerifier
 from ._result import VerifierResult
 
@@ -30,7 +30,7 @@ class ResampleVerifier(BuiltinVerifier):
         return 0.0
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        children, mu_draft, mu_target, sig = validate_fast(children, mu_draft, mu_target, sigma)
+        children, mu_draft, mu_target, sig = validate_node_inputs(children, mu_draft, mu_target, sigma)
         gen = as_generator(rng)
         n, _, d = children.shape
         dtype = children.dtype if children.dtype in (np.float32, np.float64) else np.float64
