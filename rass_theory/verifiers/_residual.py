@@ -23,6 +23,35 @@ _KNOTS = 1024  # table points per positive interval
 _EPS = np.finfo(np.float64).eps
 
 
+def _safeguarded_newton(x, lo, hi, active, excess, density, max_iter: int = 60):
+    """Solve ``excess(x) = 0`` per entry inside brackets ``[lo, hi]``, in place on ``x``.
+
+    ``excess(xa, rows)`` is increasing in ``x`` with derivative ``density(xa)``; ``rows`` is the
+    boolean mask of the entries still active.  Newton steps that leave the bracket are replaced
+    by bisection; an entry stops when a step is below ``1e-13 (1 + |x|)`` or its bracket is a few
+    ulps wide.
+    """
+    for _ in range(max_iter):
+        if not np.any(active):
+            break
+        xa = x[active]
+        F = excess(xa, active)
+        below = F < 0
+        la = np.where(below, xa, lo[active])
+        ha = np.where(below, hi[active], xa)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            step = xa - F / density(xa)
+        tol = 1e-13 * (1.0 + np.abs(xa))
+        converged = np.isfinite(step) & (np.abs(step - xa) <= tol)
+        bad = ~np.isfinite(step) | (step < la) | (step > ha)
+        new = np.where(bad & ~converged, la + 0.5 * (ha - la), step)
+        done = converged | (ha - la <= 4 * _EPS * (1.0 + np.abs(xa)))
+        x[active], lo[active], hi[active] = new, la, ha
+        idx = np.flatnonzero(active)
+        active[idx[done]] = False
+    return x
+
+
 class SharedResidual:
     """Inverse CDF of ``(f - g)_+ / TV(f, g)`` for one ``delta`` and one selected law ``g``.
 
@@ -108,27 +137,11 @@ class SharedResidual:
             x = np.where(flat, lo, lo + (hi - lo) * (t - c_lo) / (c_hi - c_lo))
         x = np.clip(x, lo, hi)
         anchor = self.anchor[j]
-        active = ~flat
-        for _ in range(60):
-            if not np.any(active):
-                break
-            xa = x[active]
-            F = anchor[active] + self._level(xa) - t[active]
-            below = F < 0
-            la = np.where(below, xa, lo[active])
-            ha = np.where(below, hi[active], xa)
-            dens = self._density(xa)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                step = xa - F / dens
-            tol = 1e-13 * (1.0 + np.abs(xa))
-            converged = np.isfinite(step) & (np.abs(step - xa) <= tol)
-            bad = ~np.isfinite(step) | (step < la) | (step > ha)
-            new = np.where(bad & ~converged, la + 0.5 * (ha - la), step)
-            done = converged | (ha - la <= 4 * _EPS * (1.0 + np.abs(xa)))
-            x[active], lo[active], hi[active] = new, la, ha
-            idx = np.flatnonzero(active)
-            active[idx[done]] = False
-        return x
+
+        def excess(xa, rows):
+            return anchor[rows] + self._level(xa) - t[rows]
+
+        return _safeguarded_newton(x, lo, hi, ~flat, excess, self._density)
 
 
 @functools.lru_cache(maxsize=256)
@@ -263,25 +276,11 @@ class DGRSFinalResidual:
         with np.errstate(invalid="ignore", divide="ignore"):
             x = np.where(s_lo > s_hi, lo + (hi - lo) * (s_lo - y) / (s_lo - s_hi), lo)
         x = np.clip(x, lo, hi)
-        active = s_lo > s_hi
-        for _ in range(60):
-            if not np.any(active):
-                break
-            xa = x[active]
-            F = self._sf(xa) - y[active]  # decreasing in x
-            la = np.where(F > 0, xa, lo[active])
-            ha = np.where(F > 0, hi[active], xa)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                step = xa + F / self._pdf(xa)
-            tol = 1e-13 * (1.0 + np.abs(xa))
-            converged = np.isfinite(step) & (np.abs(step - xa) <= tol)
-            bad = ~np.isfinite(step) | (step < la) | (step > ha)
-            new = np.where(bad & ~converged, la + 0.5 * (ha - la), step)
-            done = converged | (ha - la <= 4 * _EPS * (1.0 + np.abs(xa)))
-            x[active], lo[active], hi[active] = new, la, ha
-            idx = np.flatnonzero(active)
-            active[idx[done]] = False
-        return x
+
+        def excess(xa, rows):  # increasing in x
+            return y[rows] - self._sf(xa)
+
+        return _safeguarded_newton(x, lo, hi, s_lo > s_hi, excess, self._pdf)
 
 
 @functools.lru_cache(maxsize=256)
