@@ -84,7 +84,22 @@ def _draw_rank(weights, n, rng):
     return np.minimum(np.searchsorted(cw, rng.random(n), side="right"), weights.size - 1)
 
 
-class RankPolicy:
+class _SegmentMixturePolicy:
+    """Shared part of the policies whose selected law is a weighted mixture of segment laws.
+
+    Subclasses set ``K``, ``weights`` and ``_segments`` (see :mod:`rass_theory.optimize.threshold`).
+    """
+
+    def acceptance(self, delta) -> float:
+        """Exact acceptance ``1 - TV(g, N(delta, 1))`` of this policy (P4.1-P4.2, P8.2)."""
+        from .mixture_tv import evaluate_tv
+
+        delta = check_delta(delta)
+        return evaluate_tv(self._segments, self.weights, delta, window=default_window(delta, self.K),
+                           spacing=grid_spacing(self.K), hessian=False).acceptance
+
+
+class RankPolicy(_SegmentMixturePolicy):
     """RASS: sort the children by ``s`` and select rank ``j ~ weights`` (ascending ranks).
 
     Notes
@@ -98,14 +113,6 @@ class RankPolicy:
         self.K = self.weights.size
         self._seg = RankSegment(self.K)
         self._segments = [self._seg]
-
-    def acceptance(self, delta) -> float:
-        """Exact acceptance ``1 - TV(g, N(delta, 1))`` of this policy (P4.1-P4.2, P8.2)."""
-        from .mixture_tv import evaluate_tv
-
-        delta = check_delta(delta)
-        return evaluate_tv(self._segments, self.weights, delta, window=default_window(delta, self.K),
-                           spacing=grid_spacing(self.K), hessian=False).acceptance
 
     def select(self, s, delta, rng):
         s = _check_children(s, self.K)
@@ -129,7 +136,7 @@ class RankPolicy:
         return out[:, 0] if flat else out
 
 
-class ThresholdRankPolicy:
+class ThresholdRankPolicy(_SegmentMixturePolicy):
     """Select the top child if its ``s >= t``; otherwise select rank ``j ~ weights``.
 
     Parameters
@@ -155,14 +162,6 @@ class ThresholdRankPolicy:
         self.t = float(t)
         self.weights = check_weights(weights, self.K)
         self._segments = threshold_segments(self.K, self.t)
-
-    def acceptance(self, delta) -> float:
-        """Exact acceptance ``1 - TV(g, N(delta, 1))`` of this policy (P4.1-P4.2, P8.2)."""
-        from .mixture_tv import evaluate_tv
-
-        delta = check_delta(delta)
-        return evaluate_tv(self._segments, self.weights, delta, window=default_window(delta, self.K),
-                           spacing=grid_spacing(self.K), hessian=False).acceptance
 
     def select(self, s, delta, rng):
         s = _check_children(s, self.K)
@@ -230,12 +229,7 @@ def _inner(K: int, delta: float, t: float, w_start=None):
 
 def threshold_acceptance(K, delta, t, weights) -> float:
     """Exact acceptance ``1 - TV(g, f)`` of :class:`ThresholdRankPolicy` (P8.1, P4.1)."""
-    from .mixture_tv import evaluate_tv
-
-    pol = ThresholdRankPolicy(K, t, weights)
-    delta = check_delta(delta)
-    return evaluate_tv(pol._segments, pol.weights, delta, window=default_window(delta, pol.K),
-                       spacing=grid_spacing(pol.K), hessian=False).acceptance
+    return ThresholdRankPolicy(K, t, weights).acceptance(delta)
 
 
 @dataclass(frozen=True)
@@ -410,7 +404,7 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6,
 # ----------------------------------------------------------------------------------------
 
 
-class TwoLevelThresholdPolicy:
+class TwoLevelThresholdPolicy(_SegmentMixturePolicy):
     """Top child if its ``s >= t1``; else, if the top ``s >= t2``, rank ``j ~ w1``; else rank ``j ~ w2``.
 
     Parameters
@@ -444,14 +438,6 @@ class TwoLevelThresholdPolicy:
         self.weights2 = check_weights(weights2, self.K, name="weights2")
         self.weights = np.concatenate([self.weights1, self.weights2])
         self._segments = two_level_segments(self.K, self.t1, self.t2)
-
-    def acceptance(self, delta) -> float:
-        """Exact acceptance ``1 - TV(g, N(delta, 1))`` of this policy (P4.1-P4.2, P8.2)."""
-        from .mixture_tv import evaluate_tv
-
-        delta = check_delta(delta)
-        return evaluate_tv(self._segments, self.weights, delta, window=default_window(delta, self.K),
-                           spacing=grid_spacing(self.K), hessian=False).acceptance
 
     def select(self, s, delta, rng):
         s = _check_children(s, self.K)
