@@ -11,21 +11,13 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ..verifiers._contract import VIOLATION_KINDS as CONTRACT_VIOLATION_KINDS
+
 __all__ = ["ExactnessCounts", "VIOLATION_KINDS", "MAX_MESSAGES"]
 
 #: Kinds of contract violation counted per row: those of
 #: ``rass_theory.verifiers.check_contract`` in its order, plus ``"other"``.
-VIOLATION_KINDS = (
-    "missing_field",
-    "not_an_array",
-    "shape",
-    "dtype",
-    "non_finite",
-    "index_range",
-    "accepted_index_mismatch",
-    "not_a_copy",
-    "other",
-)
+VIOLATION_KINDS = CONTRACT_VIOLATION_KINDS + ("other",)
 
 #: At most this many distinct contract messages are kept.
 MAX_MESSAGES = 5
