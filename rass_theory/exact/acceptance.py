@@ -77,6 +77,23 @@ def _threshold(K: int, delta: float):
     return acc, float(tv) if tv is not None else 1.0 - acc
 
 
+def _evaluate(rule, K, delta, weights, want: str) -> float:
+    """Validate, dispatch on ``rule`` and return the acceptance or (``want="tv"``) its complement."""
+    rule = _check_rule(rule)
+    K, delta = _dgrs._validate_fast(K, delta)
+    index = 0 if want == "acceptance" else 1
+    if rule == "rass":
+        return _rass(K, delta, weights, want=want)[index]
+    _no_weights(rule, weights)
+    if rule == "rmc":
+        _rmc_K(K)
+        half = 0.5 * delta * _SQRT1_2
+        return math.erfc(half) if index == 0 else math.erf(half)
+    if rule == "dgrs":
+        return _dgrs.acceptance(K, delta) if index == 0 else _dgrs.rejection_probability(K, delta)
+    return _threshold(K, delta)[index]
+
+
 def acceptance(rule, K, delta, weights=None) -> float:
     """Exact acceptance probability of a verifier rule at one node.
 
@@ -121,19 +138,7 @@ def acceptance(rule, K, delta, weights=None) -> float:
     """
     if rule == "dgrs" and weights is None:  # hot path: no allocation, plain floats
         return _dgrs.acceptance(K, delta)
-    rule = _check_rule(rule)
-    K, delta = _dgrs._validate_fast(K, delta)
-    if rule == "rmc":
-        _no_weights(rule, weights)
-        _rmc_K(K)
-        return math.erfc(0.5 * delta * _SQRT1_2)
-    if rule == "dgrs":
-        _no_weights(rule, weights)
-        return _dgrs.acceptance(K, delta)
-    if rule == "rass":
-        return _rass(K, delta, weights)[0]
-    _no_weights(rule, weights)
-    return _threshold(K, delta)[0]
+    return _evaluate(rule, K, delta, weights, want="acceptance")
 
 
 def rejection_probability(rule, K, delta, weights=None) -> float:
@@ -146,16 +151,4 @@ def rejection_probability(rule, K, delta, weights=None) -> float:
     RMC: ``erf(delta / (2 sqrt 2))``.  D-GRS: ``P_K = prod_k Z_k`` from the level recursion.
     RASS: ``TV(g_w, f)`` as summed by the exact law (not ``1 - acceptance``).
     """
-    rule = _check_rule(rule)
-    K, delta = _dgrs._validate_fast(K, delta)
-    if rule == "rmc":
-        _no_weights(rule, weights)
-        _rmc_K(K)
-        return math.erf(0.5 * delta * _SQRT1_2)
-    if rule == "dgrs":
-        _no_weights(rule, weights)
-        return _dgrs.rejection_probability(K, delta)
-    if rule == "rass":
-        return _rass(K, delta, weights, want="tv")[1]
-    _no_weights(rule, weights)
-    return _threshold(K, delta)[1]
+    return _evaluate(rule, K, delta, weights, want="tv")
