@@ -1,9 +1,9 @@
-"""Stated power of the exactness harness (DESIGN section 5: "statistical tests state their power").
+"""Stated power of the exactness harness: a sufficient detectable KS distance per tested statistic.
 
 The harness tests each one-dimensional statistic with a binned Kolmogorov-Smirnov test inside a
-Holm family.  :func:`detectable_ks_distance` is the smallest KS distance between the statistic's
-true law and its null that the run is guaranteed to reject with probability at least
-``1 - false_pass_rate``.
+Holm family.  :func:`detectable_ks_distance` is a sufficient (not the smallest) KS distance
+between the statistic's true law and its null: at that distance or more the run is guaranteed to
+reject with probability at least ``1 - false_pass_rate`` (proof ``proofs/S1-harness-power.md``, S1.2).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def dkw_radius(n: int, level: float) -> float:
 
 def detectable_ks_distance(n: int, alpha: float, n_tests: int, false_pass_rate: float = 0.01,
                            n_bins: int | None = None) -> float:
-    """Smallest KS distance the harness rejects with probability ``>= 1 - false_pass_rate``.
+    """A sufficient KS distance: the harness rejects it with probability ``>= 1 - false_pass_rate``.
 
     Parameters
     ----------
