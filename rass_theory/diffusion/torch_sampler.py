@@ -1,0 +1,493 @@
+"""Torch twin of the speculative tree sampler: full tree expansion, one batched model call per round.
+
+Same semantics, call count and result types as :func:`rass_theory.diffusion.speculative_sample`
+with ``expansion="full"`` (``proofs/P9-tree-exactness.md``); everything runs on the target's
+device and dtype.  Per round and per depth all active trajectories are processed together with
+masks (``torch.where`` / ``gather``), so the only host synchronisation in a round is reading the
+committed step counts back at its end (the per-node trace is copied to the host once, after the
+run).  Reached through ``diffusion.speculative_sample(..., backend="torch")`` and
+``diffusion.plain_sample(..., backend="torch")``; importing this module imports torch.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from .._validation import as_generator, check_positive_int
+from ._contract import THRESHOLD_GRID, verifier_name
+from .plain import check_target
+from .results import NodeRecord, RoundRecord, SpeculativeResult, speedup_estimate
+from .schedule import ChurnSchedule
+from .speculative import PREFETCH_MODES
+from .trees import TreeShape
+
+__all__ = ["speculative_sample_torch", "plain_sample_torch", "resolve_torch_verifier", "as_torch_target"]
+
+#: drift-source codes used on the device (``results.DRIFT_SOURCES`` keys)
+_SOURCES = ("initial", "root", "leaf", "nearest", "parent")
+_INITIAL, _ROOT, _LEAF, _NEAREST, _PARENT = range(5)
+
+
+# ---------------------------------------------------------------------------------------------
+# targets, generators, verifiers
+# ---------------------------------------------------------------------------------------------
+
+def as_torch_target(target):
+    """The target as a torch velocity model; a NumPy Gaussian mixture is wrapped (float64, host).
+
+    Anything with ``dim`` and ``velocity(x, s)`` on tensors is returned unchanged.
+    """
+    from .mixture import GaussianMixture
+
+    if isinstance(target, GaussianMixture):
+        from ..models.adapters import from_gaussian_mixture
+
+        return from_gaussian_mixture(target)
+    return check_target(target)
+
+
+def _device_dtype(target, device, dtype):
+    dev = torch.device(device) if device is not None else getattr(target, "device", None)
+    dev = torch.device("cpu") if dev is None else torch.device(dev)
+    dt = dtype if dtype is not None else getattr(target, "dtype", None)
+    dt = torch.float32 if dt is None else dt
+    if dt not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dt}")
+    return dev, dt
+
+
+def _torch_generator(rng, device: torch.device) -> torch.Generator:
+    """``rng`` (None, int, NumPy Generator/SeedSequence or torch.Generator) -> a generator on ``device``."""
+    if isinstance(rng, torch.Generator):
+        if torch.device(rng.device).type != device.type:
+            raise ValueError(f"rng is a torch.Generator on {rng.device} but the sampler runs on {device}")
+        return rng
+    gen = torch.Generator(device=device)
+    if rng is None:
+        gen.seed()
+    else:
+        gen.manual_seed(int(as_generator(rng).integers(0, 2 ** 63 - 1)))
+    return gen
+
+
+class _SnappedThreshold:
+    """Torch threshold policy with per-row parameters snapped to ``THRESHOLD_GRID`` (as NumPy does).
+
+    Rows are grouped by grid cell and each group goes through
+    :func:`rass_theory.torch.verifiers.threshold` with that cell's optimal ``(t, weights)``: exact
+    for any parameters (proof P2), and the same policy as ``diffusion._contract``'s NumPy one.
+    Grouping reads the cells on the host: one extra synchronisation per verified depth on an
+    accelerator (none on the CPU).
+    """
+
+    name = "threshold"
+    backend = "torch"
+
+    def __init__(self, grid=None):
+        self.grid = np.asarray(THRESHOLD_GRID if grid is None else grid, dtype=float)
+        self._verifiers = {}
+
+    def _verifier(self, K, cell):
+        key = (K, cell)
+        if key not in self._verifiers:
+            from ..torch import verifiers as tv
+            from ._contract import _threshold_policy
+
+            pol = _threshold_policy(int(K), float(self.grid[cell]))
+            self._verifiers[key] = tv.threshold(t=float(pol.t), weights=np.asarray(pol.weights, dtype=float))
+        return self._verifiers[key]
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        from ..torch._core import TorchVerifierResult
+
+        n, K, d = children.shape
+        sig = sigma if isinstance(sigma, torch.Tensor) else torch.full((n,), float(sigma), dtype=children.dtype,
+                                                                         device=children.device)
+        delta = torch.linalg.vector_norm(mu_target - mu_draft, dim=1) / sig
+        g = torch.as_tensor(self.grid, dtype=delta.dtype, device=delta.device)
+        cell = (torch.searchsorted(g, delta, right=True) - 1).clamp(min=0)
+        cells = cell.cpu().numpy()
+        states = torch.empty_like(mu_draft)
+        accepted = torch.empty(n, dtype=torch.bool, device=children.device)
+        index = torch.empty(n, dtype=torch.int64, device=children.device)
+        for c in np.unique(cells):
+            rows = torch.as_tensor(np.flatnonzero(cells == c), device=children.device)
+            res = self._verifier(K, int(c))(children[rows], mu_draft[rows], mu_target[rows], sig[rows], rng)
+            states[rows], accepted[rows], index[rows] = res.states, res.accepted, res.child_index
+        return TorchVerifierResult(states, accepted, index)
+
+
+def resolve_torch_verifier(spec, K: int):
+    """A torch verifier for ``K`` children: ``"rmc"``, ``"dgrs"``, ``"rass"``, ``"threshold"``,
+    ``"optimal_list"`` (when :mod:`rass_theory.torch.optimal_list` is present) or a callable
+    obeying the torch verifier contract (returned unchanged)."""
+    if isinstance(spec, str):
+        from ..torch import verifiers as tv
+
+        name = spec.strip().lower().replace("-", "").replace("_", "")
+        if name == "threshold":
+            return _SnappedThreshold()
+        if name == "rmc" and K != 1:
+            raise ValueError(f"verifier 'rmc' needs K = 1, got K = {K}")
+        if name in ("rmc", "dgrs", "rass"):
+            return getattr(tv, name)()
+        if name == "optimallist":
+            import importlib
+
+            mod = importlib.import_module("rass_theory.torch.optimal_list")
+            return mod.optimal_list()
+        raise ValueError(f"verifier must be one of 'rmc', 'dgrs', 'rass', 'threshold', 'optimal_list' or a "
+                         f"callable, got {spec!r}")
+    if callable(spec):
+        return spec
+    raise TypeError(f"verifier must be a rule name or a callable torch verifier, got {type(spec).__name__}")
+
+
+def _check_verifier_output(res, n, d, K, like: torch.Tensor, name: str):
+    """Metadata-only contract check (no host synchronisation)."""
+    try:
+        states, accepted, index = res.states, res.accepted, res.child_index
+    except AttributeError as exc:
+        raise TypeError(f"verifier {name!r} must return an object with .states, .accepted and .child_index "
+                        f"(got {type(res).__name__})") from exc
+    for label, t, shape, dtype in (("states", states, (n, d), like.dtype), ("accepted", accepted, (n,), torch.bool),
+                                   ("child_index", index, (n,), None)):
+        if not isinstance(t, torch.Tensor) or tuple(t.shape) != shape or t.device != like.device:
+            raise ValueError(f"verifier {name!r} broke the contract: {label} must be a tensor of shape {shape} "
+                             f"on {like.device}")
+        if dtype is not None and t.dtype != dtype:
+            raise ValueError(f"verifier {name!r} broke the contract: {label} must have dtype {dtype}, got {t.dtype}")
+    if index.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"verifier {name!r} broke the contract: child_index must be an integer tensor")
+    return states, accepted, index.long()
+
+
+def _schedule_tensors(schedule, dtype, device):
+    return {name: torch.tensor(np.asarray(getattr(schedule, name)), dtype=dtype, device=device)
+            for name in ("s", "sigma", "a", "b")}
+
+
+def _velocity(target, x, s):
+    """Call the target; metadata checks only (no synchronisation)."""
+    v = target.velocity(x, s)
+    if not isinstance(v, torch.Tensor) or v.shape != x.shape or v.dtype != x.dtype or v.device != x.device:
+        got = (f"{type(v).__name__}" if not isinstance(v, torch.Tensor)
+               else f"shape {tuple(v.shape)}, {v.dtype} on {v.device}")
+        raise ValueError(f"target {getattr(target, 'name', type(target).__name__)!r}: velocity(x, s) must return a "
+                         f"tensor of shape {tuple(x.shape)}, {x.dtype} on {x.device}; got {got}")
+    return v
+
+
+def _batched_velocity(target, x, s, max_batch):
+    if max_batch is None or x.shape[0] <= max_batch:
+        return _velocity(target, x, s)
+    return torch.cat([_velocity(target, x[i:i + max_batch], s[i:i + max_batch])
+                      for i in range(0, x.shape[0], max_batch)])
+
+
+def _apply_tail(target, schedule, sch_t, x):
+    for k in range(schedule.stop, schedule.n_steps):
+        s = sch_t["s"][k].expand(x.shape[0])
+        x = sch_t["a"][k] * x + sch_t["b"][k] * _velocity(target, x, s)
+    return x
+
+
+def _raise_pending(target):
+    check = getattr(target, "raise_pending", None)
+    if check is not None:
+        check()
+
+
+# ---------------------------------------------------------------------------------------------
+# plain sampling
+# ---------------------------------------------------------------------------------------------
+
+def plain_sample_torch(target, n_samples: int, n_steps: int = 30, churn: float = 0.06, rng=None, *,
+                       kind: str = "sde", protocol: str = "default", device=None, dtype=None,
+                       chunk_size: int | None = None, return_tensor: bool = False):
+    """Plain churned Euler chain on torch: one target call per stochastic step.
+
+    Parameters
+    ----------
+    target : model with ``dim`` and ``velocity(x, s)`` on tensors, or a ``GaussianMixture``
+    n_samples, n_steps, churn, kind, protocol
+        As in :func:`rass_theory.diffusion.plain_sample`.
+    rng : None, int, NumPy Generator/SeedSequence or torch.Generator
+    device, dtype : optional
+        Default: the target's (``target.device`` / ``target.dtype``), else CPU float32.
+    chunk_size : int, optional
+        Trajectories per batch (memory bound only).
+    return_tensor : bool
+        Return the torch tensor instead of a float64 NumPy array.
+
+    Returns
+    -------
+    ndarray (n_samples, dim), float64 (or the tensor with ``return_tensor=True``)
+
+    Notes
+    -----
+    ``x ~ N(0, I)`` at the first stochastic step ``k0``; ``x_{k+1} = a_k x + b_k u(x, s_k) + sigma_k z``
+    for ``k0 <= k < stop``; then the deterministic tail (``ChurnSchedule``).
+    """
+    target = as_torch_target(target)
+    n_samples = check_positive_int(n_samples, "n_samples")
+    schedule = ChurnSchedule(n_steps, churn, kind=kind, protocol=protocol)
+    dev, dt = _device_dtype(target, device, dtype)
+    gen = _torch_generator(rng, dev)
+    chunk = n_samples if chunk_size is None else check_positive_int(chunk_size, "chunk_size")
+    sch = _schedule_tensors(schedule, dt, dev)
+    parts = []
+    for lo in range(0, n_samples, chunk):
+        m = min(chunk, n_samples - lo)
+        x = torch.randn((m, target.dim), generator=gen, dtype=dt, device=dev)
+        for k in range(schedule.first_stochastic, schedule.stop):
+            u = _velocity(target, x, sch["s"][k].expand(m))
+            x = sch["a"][k] * x + sch["b"][k] * u + sch["sigma"][k] * torch.randn(x.shape, generator=gen, dtype=dt,
+                                                                                  device=dev)
+        x = _apply_tail(target, schedule, sch, x)
+        _raise_pending(target)
+        parts.append(x)
+    out = torch.cat(parts)
+    return out if return_tensor else out.detach().cpu().double().numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# speculative sampling
+# ---------------------------------------------------------------------------------------------
+
+def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, n_steps: int = 30,
+                             churn: float = 0.06, rng=None, *, kind: str = "sde", prefetch: str = "nearest",
+                             protocol: str = "default", evaluate_leaves: bool = False, device=None, dtype=None,
+                             record_trace: bool = True, max_batch: int | None = None) -> SpeculativeResult:
+    """Speculative tree sampling on torch, full expansion, one batched target call per round.
+
+    Parameters
+    ----------
+    target : model with ``dim`` and ``velocity(x, s)`` on tensors, or a ``GaussianMixture``
+        ``velocity`` receives flattened states ``(m, dim)`` and ``s`` of shape ``(m,)`` (see
+        :mod:`rass_theory.models` for adapters); a NumPy mixture is wrapped in float64.
+    verifier : str or callable
+        ``"rmc"``, ``"dgrs"``, ``"rass"``, ``"threshold"``, ``"optimal_list"`` (resolved by
+        :func:`resolve_torch_verifier` to the :mod:`rass_theory.torch.verifiers` rules) or a torch
+        verifier callable ``(children, mu_draft, mu_target, sigma, generator) -> result``.
+    K, L, n_samples, n_steps, churn, kind, prefetch, protocol, evaluate_leaves
+        As in :func:`rass_theory.diffusion.speculative_sample` (frozen draft, full expansion).
+    rng : None, int, NumPy Generator/SeedSequence or torch.Generator
+    device, dtype : optional
+        Default: the target's (``target.device`` / ``target.dtype``), else CPU float32.
+    record_trace : bool
+        Keep the per-node trace (``nodes``).
+    max_batch : int, optional
+        Split the round's batched model call into forward passes of at most this many nodes
+        (memory only; still one target call per round in the count).
+
+    Returns
+    -------
+    SpeculativeResult
+        ``samples`` float64 NumPy; the tensor in ``extra["samples_torch"]``; ``expansion="full"``.
+
+    Notes
+    -----
+    Round from ``x`` at step ``k`` with frozen velocity ``u_f``: every node ``y`` at depth ``j`` is
+    drafted from ``N(a_{k+j} y + b_{k+j} u_f, sigma_{k+j}^2 I)``; the internal nodes (and the leaves
+    with ``evaluate_leaves``) of all trajectories go through the target in one batched call; the
+    walk verifies, from the root, the children of the current node with target mean
+    ``a y + b u(y, s_{k+j})`` until a correction or a leaf.  Target calls per trajectory: the
+    initial evaluation, one per round that needs the batch (``depth >= 2``, a root not yet
+    evaluated, or leaves evaluated), one more per round under ``prefetch="none"`` -- the NumPy
+    sampler's count.  The next round's frozen velocity follows ``prefetch`` exactly as in the
+    NumPy sampler (nearest drafted sibling of a correction, last verified node, a committed
+    evaluated leaf).  Exactness: ``proofs/P9-tree-exactness.md``.
+    """
+    t0 = time.perf_counter()
+    target = as_torch_target(target)
+    shape = TreeShape.from_spec(K, L)
+    n_samples = check_positive_int(n_samples, "n_samples")
+    schedule = ChurnSchedule(n_steps, churn, kind=kind, protocol=protocol)
+    if not isinstance(prefetch, str) or prefetch not in PREFETCH_MODES:
+        raise ValueError(f"prefetch must be one of {list(PREFETCH_MODES)}, got {prefetch!r}")
+    if not isinstance(evaluate_leaves, (bool, np.bool_)):
+        raise TypeError(f"evaluate_leaves must be a bool, got {evaluate_leaves!r}")
+    if max_batch is not None:
+        max_batch = check_positive_int(max_batch, "max_batch")
+    dev, dt = _device_dtype(target, device, dtype)
+    gen = _torch_generator(rng, dev)
+    verifiers = {k: resolve_torch_verifier(verifier, k) for k in sorted(set(shape.widths))}
+    name = verifier_name(verifier)
+
+    d = target.dim
+    k0, stop, n_std = schedule.first_stochastic, schedule.stop, schedule.n_stochastic
+    sch = _schedule_tensors(schedule, dt, dev)
+    x = torch.randn((n_samples, d), generator=gen, dtype=dt, device=dev)
+    v_frozen = _velocity(target, x, sch["s"][k0].expand(n_samples))      # initial evaluation (counted)
+    step = np.full(n_samples, k0, dtype=np.int64)
+    calls = np.ones(n_samples, dtype=np.int64)
+    root_exact = np.ones(n_samples, dtype=bool)
+    source = np.full(n_samples, _INITIAL, dtype=np.int64)
+    walk = _TreeWalk(target, shape, sch, verifiers, gen, stop=stop, prefetch=prefetch,
+                     evaluate_leaves=bool(evaluate_leaves), max_batch=max_batch, name=name)
+
+    round_rows, trace = [], []
+    round_counter = 0
+    while True:
+        active = np.flatnonzero(step < stop)
+        if active.size == 0:
+            break
+        act = torch.as_tensor(active, device=dev)
+        root_call = np.zeros(active.size, dtype=bool)
+        if prefetch == "none":
+            root_call = ~root_exact[active]
+            rows = active[root_call]
+            if rows.size:
+                rt = torch.as_tensor(rows, device=dev)
+                v_frozen[rt] = _velocity(target, x[rt], sch["s"][torch.as_tensor(step[rows], device=dev)])
+                root_exact[rows] = True
+                source[rows] = _ROOT
+                calls[rows] += 1
+        depth_eff = np.minimum(shape.depth, stop - step[active])
+        called = (depth_eff >= 2) | ~root_exact[active] | bool(evaluate_leaves)
+        calls[active] += called
+        out = walk.round(x[act], step[active], v_frozen[act], root_exact[active], depth_eff, bool(called.any()))
+        y, committed_t, v_new, exact_new, src_new, records = out
+        x[act] = y
+        v_frozen[act] = v_new
+        host = torch.stack([committed_t, exact_new.long(), src_new]).cpu().numpy()   # the round's one sync
+        _raise_pending(target)
+        committed = host[0]
+        round_ids = round_counter + np.arange(active.size)
+        round_counter += active.size
+        round_rows.append((active, step[active].copy(), depth_eff, committed, called, source[active].copy(),
+                           root_call))
+        if record_trace:
+            trace.append((round_ids, step[active].copy(), source[active].copy(), records))
+        step[active] += committed
+        root_exact[active] = host[1].astype(bool)
+        source[active] = host[2]
+
+    samples_t = _apply_tail(target, schedule, sch, x)
+    _raise_pending(target)
+    speedup, se = speedup_estimate(n_std, calls)
+    src_names = np.asarray(_SOURCES)
+    rounds = RoundRecord(*(np.concatenate([r[i] for r in round_rows]) for i in range(5)),
+                         drift_source=src_names[np.concatenate([r[5] for r in round_rows])],
+                         root_call=np.concatenate([r[6] for r in round_rows]))
+    nodes = _node_record(trace, shape, src_names)
+    return SpeculativeResult(
+        samples=samples_t.detach().cpu().double().numpy(), target_calls=calls, n_standard_steps=n_std,
+        speedup=speedup, speedup_se=se, verifier=name, shape=shape, draft="frozen", rounds=rounds, nodes=nodes,
+        wall_time_s=time.perf_counter() - t0, expansion="full", n_steps=schedule.n_steps, churn=schedule.churn,
+        extra={"samples_torch": samples_t, "backend": "torch", "device": str(dev), "dtype": str(dt)},
+        prefetch=prefetch, protocol=protocol, kind=kind, evaluate_leaves=bool(evaluate_leaves), first_step=k0,
+    )
+
+
+def _node_record(trace, shape, src_names) -> NodeRecord:
+    """Host copy of the per-node trace: keep the rows that were alive (verified) at each depth."""
+    cols = {k: [] for k in ("round_id", "depth", "step", "delta", "accepted", "K", "source")}
+    for round_ids, steps, sources, records in trace:
+        for j, (delta, accepted, alive) in enumerate(records):
+            alive = alive.cpu().numpy()
+            cols["round_id"].append(round_ids[alive])
+            cols["depth"].append(np.full(int(alive.sum()), j, dtype=np.int64))
+            cols["step"].append(steps[alive] + j)
+            cols["delta"].append(delta.detach().cpu().double().numpy()[alive])
+            cols["accepted"].append(accepted.cpu().numpy()[alive])
+            cols["K"].append(np.full(int(alive.sum()), shape.widths[j], dtype=np.int64))
+            cols["source"].append(src_names[sources[alive]])
+    if not cols["delta"]:
+        e = np.zeros(0, dtype=np.int64)
+        return NodeRecord(e, e, e, np.zeros(0), np.zeros(0, bool), e, np.zeros(0, dtype=str))
+    c = {k: np.concatenate(v) for k, v in cols.items()}
+    return NodeRecord(c["round_id"], c["depth"], c["step"], c["delta"], c["accepted"].astype(bool), c["K"],
+                      source=c["source"])
+
+
+class _TreeWalk:
+    """One round for a batch of trajectories: draft the trees, one batched call, masked walk."""
+
+    def __init__(self, target, shape, sch, verifiers, gen, *, stop, prefetch, evaluate_leaves, max_batch, name):
+        self.target, self.shape, self.sch, self.verifiers, self.gen = target, shape, sch, verifiers, gen
+        self.stop, self.prefetch, self.evaluate_leaves, self.max_batch = stop, prefetch, evaluate_leaves, max_batch
+        self.name = name
+
+    def _draft(self, x, k, v_frozen):
+        """Every node of every tree, level by level: ``levels[j]`` has shape (m, N_j, d)."""
+        sch, m, d = self.sch, x.shape[0], x.shape[1]
+        levels = [x[:, None, :]]
+        for j, Kj in enumerate(self.shape.widths):
+            kk = (k + j).clamp(max=self.stop - 1)                 # nodes past the schedule are never used
+            par = levels[j]
+            mu = sch["a"][kk][:, None, None] * par + (sch["b"][kk][:, None] * v_frozen)[:, None, :]
+            noise = torch.randn((m, par.shape[1], Kj, d), generator=self.gen, dtype=x.dtype, device=x.device)
+            kids = mu[:, :, None, :] + sch["sigma"][kk][:, None, None, None] * noise
+            levels.append(kids.reshape(m, -1, d))
+        return levels
+
+    def round(self, x, k_host, v_frozen, root_exact_host, depth_eff_host, any_called):
+        sch, shape = self.sch, self.shape
+        m, d = x.shape
+        dev = x.device
+        k = torch.as_tensor(k_host, device=dev)
+        depth_eff = torch.as_tensor(depth_eff_host, device=dev)
+        root_exact = torch.as_tensor(root_exact_host, device=dev)
+        L = shape.depth
+        levels = self._draft(x, k, v_frozen)
+        n_lev = L + 1 if self.evaluate_leaves else L
+        sizes = [levels[j].shape[1] for j in range(n_lev)]
+        offsets = np.cumsum([0] + sizes)
+        T = int(offsets[-1])
+        if any_called:
+            nodes = torch.cat(levels[:n_lev], dim=1).reshape(m * T, d)
+            s_idx = torch.cat([(k + j).clamp(max=self.stop)[:, None].expand(m, sizes[j]) for j in range(n_lev)], 1)
+            V = _batched_velocity(self.target, nodes, sch["s"][s_idx.reshape(-1)], self.max_batch).reshape(m, T, d)
+            V[:, 0] = torch.where(root_exact[:, None], v_frozen, V[:, 0])     # root already evaluated: reuse
+        else:        # every root exact and L = 1 without leaves: nothing to evaluate
+            V = v_frozen[:, None, :]
+        ar = torch.arange(m, device=dev)
+        y = x.clone()
+        committed = torch.zeros(m, dtype=torch.int64, device=dev)
+        alive = torch.ones(m, dtype=torch.bool, device=dev)
+        pos = torch.zeros(m, dtype=torch.int64, device=dev)
+        v_out = v_frozen.clone()
+        exact_out = torch.zeros(m, dtype=torch.bool, device=dev)
+        src_out = torch.full((m,), _PARENT, dtype=torch.int64, device=dev)
+        records = []
+        for j in range(int(depth_eff_host.max())):
+            Kj = shape.widths[j]
+            kk = (k + j).clamp(max=self.stop - 1)
+            a, b, sig = sch["a"][kk][:, None], sch["b"][kk][:, None], sch["sigma"][kk]
+            v_node = V[ar, offsets[j] + pos]
+            mu_t = a * y + b * v_node
+            mu_d = a * y + b * v_frozen
+            child_ids = pos[:, None] * Kj + torch.arange(Kj, device=dev)[None, :]
+            children = levels[j + 1][ar[:, None], child_ids]
+            res = self.verifiers[Kj](children, mu_d, mu_t, sig, self.gen)
+            states, accepted, cidx = _check_verifier_output(res, m, d, Kj, y, self.name)
+            records.append((torch.linalg.vector_norm(mu_t - mu_d, dim=1) / sig, accepted, alive))
+            y = torch.where(alive[:, None], states, y)
+            committed = committed + alive.long()
+            cont = alive & accepted & (j + 1 < depth_eff)
+            ends = alive & ~cont
+            # the next round's frozen velocity (results.DRIFT_SOURCES)
+            v_out = torch.where(ends[:, None], v_node, v_out)
+            src_out = torch.where(ends, torch.full_like(src_out, _PARENT), src_out)
+            chosen = child_ids[ar, cidx.clamp(min=0)]
+            if j + 1 < n_lev:                                      # children are in the batch
+                leaf_level = (j + 1) == depth_eff
+                known = ~leaf_level | self.evaluate_leaves
+                if self.evaluate_leaves:
+                    leaf = ends & accepted & leaf_level
+                    v_out = torch.where(leaf[:, None], V[ar, offsets[j + 1] + chosen], v_out)
+                    exact_out = exact_out | leaf
+                    src_out = torch.where(leaf, torch.full_like(src_out, _LEAF), src_out)
+                if self.prefetch == "nearest":
+                    near = ends & ~accepted & known
+                    nearest = ((children - y[:, None, :]) ** 2).sum(dim=2).argmin(dim=1)   # ties: lowest index
+                    v_near = V[ar, offsets[j + 1] + child_ids[ar, nearest]]
+                    v_out = torch.where(near[:, None], v_near, v_out)
+                    src_out = torch.where(near, torch.full_like(src_out, _NEAREST), src_out)
+            pos = torch.where(cont, chosen, pos)
+            alive = cont
+        return y, committed, v_out, exact_out, src_out, records
