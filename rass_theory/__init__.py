@@ -25,6 +25,7 @@ _LAZY_ATTRIBUTES = {
     "residual_law": "rass_theory.exact.selected",
     "Rank1Frame": "rass_theory.frame",
     "optimal_rank_weights": "rass_theory.optimize.rank_weights",
+    "optimal_list_rule": "rass_theory.optimize.list_rule",
     "optimal_weights_table": "rass_theory.optimize.rank_weights",
     "check_exactness": "rass_theory.stats.harness",
     "certify": "rass_theory.stats.harness",

@@ -10,6 +10,8 @@ RASS) alone, by the rank-1 reduction (``proofs/P1-rank1-reduction.md``):
   the optimal ones (:func:`rass_theory.optimize.rank_weights.optimal_rank_weights`).
 - ``"threshold"`` the optimal threshold-rank policy, when :mod:`rass_theory.optimize.policies`
   is available.
+- ``"optimal_list"`` the optimal list rule, whose acceptance is the list-coupling bound
+  (:mod:`rass_theory.optimize.list_rule`).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from rass_theory.exact import dgrs as _dgrs
 __all__ = ["RULES", "acceptance", "rejection_probability"]
 
 #: rule names accepted by :func:`acceptance` and :func:`rejection_probability`
-RULES = ("rmc", "dgrs", "rass", "threshold")
+RULES = ("rmc", "dgrs", "rass", "threshold", "optimal_list")
 
 _SQRT1_2 = 0.70710678118654752440
 
@@ -91,6 +93,9 @@ def _evaluate(rule, K, delta, weights, want: str) -> float:
         return math.erfc(half) if index == 0 else math.erf(half)
     if rule == "dgrs":
         return _dgrs.acceptance(K, delta) if index == 0 else _dgrs.rejection_probability(K, delta)
+    if rule == "optimal_list":  # attains the list-coupling bound (proofs/P10-optimal-list-rule.md)
+        res = importlib.import_module("rass_theory.optimize.list_rule").optimal_list_rule(K, delta)
+        return res.acceptance if index == 0 else res.rejection
     return _threshold(K, delta)[index]
 
 
@@ -99,7 +104,7 @@ def acceptance(rule, K, delta, weights=None) -> float:
 
     Parameters
     ----------
-    rule : {"rmc", "dgrs", "rass", "threshold"}
+    rule : {"rmc", "dgrs", "rass", "threshold", "optimal_list"}
         ``"rmc"`` is a single-draft rule and requires ``K == 1``.  ``"threshold"`` is the optimal
         threshold-rank policy (delegated to :mod:`rass_theory.optimize.policies`).
     K : int

@@ -24,20 +24,22 @@ from ._contract import VIOLATION_KINDS, ContractIssue, ContractViolation, check_
 from ._result import VerifierResult
 from .adapter import NodeRuleVerifier, from_node_rule
 from .dgrs import DGRSVerifier, dgrs
+from .optimal_list import OptimalListVerifier, optimal_list
 from .policy import PolicyVerifier, policy, threshold
 from .rass import RASSVerifier, rass
 from .resample import ResampleVerifier, resample
 from .rmc import RMCVerifier, rmc
 
 __all__ = [
-    "rmc", "dgrs", "rass", "resample", "threshold", "policy", "from_node_rule",
+    "rmc", "dgrs", "rass", "resample", "threshold", "policy", "from_node_rule", "optimal_list",
     "check_contract", "VerifierResult", "ContractViolation", "ContractIssue", "VIOLATION_KINDS",
     "get_verifier", "VERIFIER_NAMES",
     "RMCVerifier", "DGRSVerifier", "RASSVerifier", "ResampleVerifier", "PolicyVerifier", "NodeRuleVerifier",
+    "OptimalListVerifier",
 ]
 
 #: Names accepted by :func:`get_verifier`.
-VERIFIER_NAMES = ("rmc", "dgrs", "rass", "threshold", "resample")
+VERIFIER_NAMES = ("rmc", "dgrs", "rass", "threshold", "resample", "optimal_list")
 
 
 def get_verifier(name_or_callable, K: int | None = None):
@@ -79,4 +81,6 @@ def get_verifier(name_or_callable, K: int | None = None):
         return threshold(K=K)
     if key == "resample":
         return resample()
+    if key == "optimallist":
+        return optimal_list()
     raise ValueError(f"verifier must be one of {VERIFIER_NAMES} or a callable, got {name_or_callable!r}")
