@@ -42,7 +42,7 @@ def _str_list(ctx, param, value):
 @click.option("--n-steps", type=click.IntRange(min=1), default=30, show_default=True,
               help="Euler steps of the schedule (the deterministic tail is excluded from the count).")
 @click.option("--churn", type=float, default=0.06, show_default=True,
-              help="Churn noise eps in (0, inf): per-step noise standard deviation.")
+              help="Churn noise eps in (0, inf): per-step noise sd (default protocol) or diffusion-coefficient scale (paper).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Root seed; each arm derives independent streams for its run, replicate and permutations.")
 @click.option("--alpha", type=float, default=0.01, show_default=True,
@@ -51,6 +51,12 @@ def _str_list(ctx, param, value):
               help="Permutations of the energy-distance test.")
 @click.option("--expansion", type=click.Choice(["lazy", "full"]), default="lazy", show_default=True,
               help="lazy: materialise only the walked path; full: draft and evaluate whole trees. Same law.")
+@click.option("--prefetch", type=click.Choice(["nearest", "parent", "none"]), default="nearest", show_default=True,
+              help="Next round's frozen velocity: nearest drafted sibling (free), last verified node, or re-evaluate the root.")
+@click.option("--protocol", type=click.Choice(["default", "paper"]), default="default", show_default=True,
+              help="Time grid and noise law; 'paper' is the authors' published Gaussian-mixture protocol.")
+@click.option("--evaluate-leaves/--no-evaluate-leaves", default=False, show_default=True,
+              help="Add the leaves to each round's batched target call (a committed leaf's velocity is reused).")
 @click.option("--predict/--no-predict", default=True, show_default=True,
               help="Compute the predicted speedup from exact acceptance at the deltas met.")
 @click.option("--resume/--no-resume", default=True, show_default=True,
@@ -58,7 +64,7 @@ def _str_list(ctx, param, value):
 @click.option("--out", "out", type=click.Path(file_okay=False), required=True,
               help="Output folder: sweep_gm.csv (rows appended as arms finish), sweep_gm.png, sweep_gm.pdf.")
 def sweep_gm(dim, n_components, mixture_seed, K, L, verifiers, budgets, n_samples, n_steps, churn, seed,
-             alpha, n_permutations, expansion, predict, resume, out):
+             alpha, n_permutations, expansion, prefetch, protocol, evaluate_leaves, predict, resume, out):
     """Measure speedups and exactness of speculative sampling arms on a Gaussian mixture.
 
     Every arm's row (speedup ± SE, predicted speedup, two-sample p-values against an
@@ -75,7 +81,7 @@ def sweep_gm(dim, n_components, mixture_seed, K, L, verifiers, budgets, n_sample
         else:
             raise click.BadParameter(f"--K and --L must have the same length (or one value), got {len(K)} and {len(L)}",
                                      param_hint="--K/--L")
-    known = {"rmc", "dgrs", "rass", "threshold"}
+    known = {"rmc", "dgrs", "rass", "threshold", "optimal_list"}
     bad = [v for v in verifiers if v not in known]
     if bad:
         raise click.BadParameter(f"unknown verifier(s) {bad}; choose from {sorted(known)}", param_hint="--verifiers")
@@ -94,5 +100,6 @@ def sweep_gm(dim, n_components, mixture_seed, K, L, verifiers, budgets, n_sample
     rows = run_sweep(out, dim=dim, n_components=n_components, mixture_seed=mixture_seed,
                      shapes=list(zip(K, L)), verifiers=verifiers, budgets=budgets, n_samples=n_samples,
                      n_steps=n_steps, churn=churn, seed=seed, alpha=alpha, n_permutations=n_permutations,
-                     predict=predict, expansion=expansion, resume=resume, progress=progress)
+                     predict=predict, expansion=expansion, resume=resume, progress=progress, prefetch=prefetch,
+                     protocol=protocol, evaluate_leaves=evaluate_leaves)
     click.echo(f"{len(rows)} rows in {out}/sweep_gm.csv")

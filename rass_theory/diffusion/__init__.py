@@ -2,7 +2,7 @@
 
 Public names: :class:`GaussianMixture`, :func:`speculative_sample`, :func:`plain_sample`,
 :class:`ChurnSchedule`, :class:`TreeShape`, :func:`matched_chain`, :func:`compare_to_plain`,
-:func:`predict_speedup`.
+:func:`predict_speedup`, :class:`DeltaTrace`, :func:`expected_calls`.
 
 >>> from rass_theory import diffusion
 >>> tgt = diffusion.GaussianMixture.random(dim=8, n_components=3, seed=0)
@@ -16,13 +16,17 @@ from .exactness import RunComparison, compare_to_plain, energy_distance_test, oc
 from .mixture import GaussianMixture
 from .plain import plain_sample
 from .schedule import ChurnSchedule
-from .speculative import NodeRecord, RoundRecord, SpeculativeResult, speculative_sample
-from .theory import SpeedupPrediction, acceptance_curve, predict_speedup
+from .results import DRIFT_SOURCES, NodeRecord, RoundRecord, SpeculativeResult
+from .schedule import PROTOCOLS
+from .speculative import PREFETCH_MODES, speculative_sample
+from .theory import SpeedupPrediction, acceptance_curve, expected_calls, predict_speedup
+from .traces import DeltaTrace
 from .trees import BUDGETS, TreeShape, matched_chain
 
 __all__ = [
     "GaussianMixture", "plain_sample", "speculative_sample", "SpeculativeResult", "RoundRecord",
     "NodeRecord", "ChurnSchedule", "TreeShape", "matched_chain", "BUDGETS", "compare_to_plain",
     "energy_distance_test", "occupancy_test", "radial_test", "RunComparison", "predict_speedup",
-    "acceptance_curve", "SpeedupPrediction",
+    "acceptance_curve", "SpeedupPrediction", "expected_calls", "DeltaTrace", "PREFETCH_MODES", "PROTOCOLS",
+    "DRIFT_SOURCES",
 ]

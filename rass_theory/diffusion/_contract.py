@@ -57,7 +57,7 @@ def resolve_verifier(spec, K: int):
         return get_verifier(spec, K)
     if callable(spec):
         return spec
-    raise TypeError(f"verifier must be a rule name ('rmc', 'dgrs', 'rass', 'threshold') or a callable, "
+    raise TypeError(f"verifier must be a rule name ('rmc', 'dgrs', 'rass', 'threshold', 'optimal_list') or a callable, "
                     f"got {type(spec).__name__}")
 
 

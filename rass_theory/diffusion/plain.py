@@ -7,7 +7,16 @@ from .._validation import as_generator, check_positive_int
 from .mixture import GaussianMixture
 from .schedule import ChurnSchedule
 
-__all__ = ["plain_sample", "check_target"]
+__all__ = ["plain_sample", "check_target", "check_backend", "BACKENDS"]
+
+BACKENDS = ("numpy", "torch")
+
+
+def check_backend(backend) -> str:
+    """Validate a sampler backend name (``"numpy"`` or ``"torch"``)."""
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    return backend
 
 
 def check_target(target) -> GaussianMixture:
@@ -18,7 +27,8 @@ def check_target(target) -> GaussianMixture:
 
 
 def plain_sample(target, n_samples: int, n_steps: int = 30, churn: float = 0.06, rng=None,
-                 *, kind: str = "sde", chunk_size: int = 4096) -> np.ndarray:
+                 *, kind: str = "sde", protocol: str = "default", chunk_size: int = 4096,
+                 backend: str = "numpy", device=None, dtype=None) -> np.ndarray:
     """Sample the target chain step by step: one target call per step.
 
     Parameters
@@ -34,8 +44,15 @@ def plain_sample(target, n_samples: int, n_steps: int = 30, churn: float = 0.06,
         ``s_{k+1}`` keeping part of the predicted noise.  Both are Gaussian kernels
         ``N(a_k x + b_k u, sigma_k^2 I)`` with the same ``sigma_k``; only ``a_k, b_k`` differ.
         Anything else raises ValueError.
+    protocol : {"default", "paper"}
+        Time grid and noise law (:class:`ChurnSchedule`); ``"paper"`` is the authors' public
+        Gaussian-mixture protocol.  Anything else raises ValueError listing the valid names.
     chunk_size : int
         Trajectories processed together (memory bound only; the law does not depend on it).
+
+    backend : {"numpy", "torch"}
+        ``"torch"`` returns ``rass_theory.diffusion.torch_sampler.plain_sample_torch(...)`` with
+        ``device`` and ``dtype`` (imported only then); ``"numpy"`` (default) ignores them.
 
     Returns
     -------
@@ -43,22 +60,28 @@ def plain_sample(target, n_samples: int, n_steps: int = 30, churn: float = 0.06,
 
     Notes
     -----
-    ``x_0 ~ N(0, I_d)`` at ``s = 1``; for ``k < n_stochastic``
+    ``x ~ N(0, I_d)`` at the first stochastic step ``k0`` (``s = 1`` by default); for the
+    stochastic steps ``k0 <= k < k0 + n_stochastic``
     ``x_{k+1} = a_k x_k + b_k u(x_k, s_k) + sigma_k z_k``; then the deterministic tail.
     Standard steps (the speedup numerator) are the ``n_stochastic`` stochastic steps only.
     ``a_k, b_k`` depend on ``kind`` (formulas in :class:`ChurnSchedule`, proof in
     ``proofs/P9-tree-exactness.md`` section 2).
     """
+    if check_backend(backend) == "torch":
+        from .torch_sampler import plain_sample_torch
+
+        return plain_sample_torch(target, n_samples=n_samples, n_steps=n_steps, churn=churn, rng=rng, kind=kind,
+                                  protocol=protocol, device=device, dtype=dtype)
     target = check_target(target)
     n_samples = check_positive_int(n_samples, "n_samples")
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    schedule = ChurnSchedule(n_steps, churn, kind=kind)
+    schedule = ChurnSchedule(n_steps, churn, kind=kind, protocol=protocol)
     rng = as_generator(rng)
     out = np.empty((n_samples, target.dim))
     for start in range(0, n_samples, chunk_size):
         stop = min(n_samples, start + chunk_size)
         x = rng.standard_normal((stop - start, target.dim))
-        for k in range(schedule.n_stochastic):
+        for k in range(schedule.first_stochastic, schedule.stop):
             u = target.velocity(x, schedule.s[k])
             x = schedule.mean(k, x, u) + schedule.sigma[k] * rng.standard_normal(x.shape)
         out[start:stop] = schedule.apply_tail(target, x)

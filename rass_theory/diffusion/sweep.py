@@ -33,7 +33,8 @@ CSV_FIELDS = [
     "predicted_speedup", "prediction_z", "mean_committed_per_round", "acceptance_depth0",
     "energy_pvalue", "energy_detectable_shift", "occupancy_pvalue", "occupancy_detectable_shift",
     "radial_pvalue", "radial_detectable_ks", "combined_pvalue", "exact_at_alpha", "alpha",
-    "wall_time_s", "seed",
+    "wall_time_s", "seed", "prefetch", "protocol", "evaluate_leaves", "speedup_mean_of_ratios",
+    "speedup_mean_of_ratios_se",
 ]
 
 
@@ -82,7 +83,8 @@ def _seeds(seed: int, key: str):
 
 def run_arm(target, arm: Arm, *, n_samples: int, n_steps: int, churn: float, seed: int = 0,
             alpha: float = 0.01, n_permutations: int = 499, predict: bool = True,
-            expansion: str = "lazy", cache: dict | None = None, impl=None) -> dict:
+            expansion: str = "lazy", cache: dict | None = None, impl=None, prefetch: str = "nearest",
+            protocol: str = "default", evaluate_leaves: bool = False) -> dict:
     """Run one arm and its exactness/prediction checks; return a CSV row (dict).
 
     Random streams: the speculative run, its plain replicate and the permutations use the three
@@ -90,35 +92,41 @@ def run_arm(target, arm: Arm, *, n_samples: int, n_steps: int, churn: float, see
     ``cache`` maps an effective configuration to an earlier row, so chains longer than the
     schedule (identical once truncated) are run once.  ``impl`` replaces the verifier named by
     ``arm.verifier`` with a callable (e.g. a faster exact variant); the prediction then uses its
-    ``expected_acceptance`` when it has one.
+    ``expected_acceptance`` when it has one.  ``prefetch``, ``protocol`` and ``evaluate_leaves``
+    go to :func:`speculative_sample` (``protocol`` also to the plain replicate).
     """
-    n_std = ChurnSchedule(n_steps, churn).n_stochastic
+    n_std = ChurnSchedule(n_steps, churn, protocol=protocol).n_stochastic
     effective = arm.shape.truncated(n_std)
-    ckey = (arm.verifier, effective.widths)
+    ckey = (arm.verifier, effective.widths, prefetch, protocol, bool(evaluate_leaves))
     base_row = {
         "key": arm.key, "verifier": arm.verifier, "base_K": arm.base[0], "base_L": arm.base[1],
         "budget": arm.budget, "widths": "-".join(map(str, arm.shape.widths)),
         "chain_length_effective": effective.depth if arm.shape.is_chain else "",
         "target_nodes_per_round": arm.shape.target_nodes, "drafted_nodes_per_round": arm.shape.drafted_nodes,
         "dim": target.dim, "n_components": target.n_components, "n_samples": n_samples,
-        "n_steps": n_steps, "churn": churn, "alpha": alpha, "seed": seed,
+        "n_steps": n_steps, "churn": churn, "alpha": alpha, "seed": seed, "prefetch": prefetch,
+        "protocol": protocol, "evaluate_leaves": bool(evaluate_leaves),
     }
     if cache is not None and ckey in cache:
         row = dict(cache[ckey])
         row.update(base_row)
         return row
-    s_spec, s_plain, s_perm = _seeds(seed, "|".join(map(str, ckey)))
+    legacy = ckey[:2] if (prefetch, protocol, bool(evaluate_leaves)) == ("parent", "default", False) else ckey
+    s_spec, s_plain, s_perm = _seeds(seed, "|".join(map(str, legacy)))
     t0 = time.perf_counter()
     run = speculative_sample(target, arm.verifier if impl is None else impl, K=effective.widths, L=None, n_samples=n_samples,
-                             n_steps=n_steps, churn=churn, rng=np.random.default_rng(s_spec), expansion=expansion)
+                             n_steps=n_steps, churn=churn, rng=np.random.default_rng(s_spec), expansion=expansion,
+                             prefetch=prefetch, protocol=protocol, evaluate_leaves=evaluate_leaves)
     wall = time.perf_counter() - t0
-    reference = plain_sample(target, n_samples, n_steps, churn, rng=np.random.default_rng(s_plain))
+    reference = plain_sample(target, n_samples, n_steps, churn, rng=np.random.default_rng(s_plain), protocol=protocol)
     comp = compare_to_plain(run.samples, reference, target.means, alpha=alpha, n_permutations=n_permutations,
                             rng=np.random.default_rng(s_perm))
     row = dict(base_row)
     row.update({
         "n_standard_steps": run.n_standard_steps, "mean_target_calls": float(run.target_calls.mean()),
         "speedup": run.speedup, "speedup_se": run.speedup_se,
+        "speedup_mean_of_ratios": run.speedup_mean_of_ratios,
+        "speedup_mean_of_ratios_se": run.speedup_mean_of_ratios_se,
         "mean_committed_per_round": run.mean_committed_per_round,
         "acceptance_depth0": float(run.acceptance_by_depth()[0]),
         "energy_pvalue": comp.energy.pvalue, "energy_detectable_shift": comp.energy.detectable_mean_shift,
@@ -132,7 +140,7 @@ def run_arm(target, arm: Arm, *, n_samples: int, n_steps: int, churn: float, see
             rule = impl if impl is not None and hasattr(impl, "expected_acceptance") else arm.verifier
             if impl is None and arm.verifier == "threshold":
                 rule = snapped_threshold_verifier()   # the rule as run (snapped parameters)
-            pred = predict_speedup(run, rule=rule)
+            pred = predict_speedup(run, rule)
             row["predicted_speedup"] = pred.predicted_speedup
             row["prediction_z"] = pred.z
         except (ValueError, ImportError):      # no exact acceptance for this rule
@@ -164,14 +172,17 @@ def run_sweep(out_dir, *, dim: int = 512, n_components: int = 5, mixture_seed: i
               verifiers=("rmc", "dgrs", "rass", "threshold"), budgets=tuple(BUDGETS),
               n_samples: int = 1000, n_steps: int = 30, churn: float = 0.06, seed: int = 0,
               alpha: float = 0.01, n_permutations: int = 499, predict: bool = True,
-              expansion: str = "lazy", resume: bool = True, figure: bool = True, progress=None) -> list:
+              expansion: str = "lazy", resume: bool = True, figure: bool = True, progress=None,
+              prefetch: str = "nearest", protocol: str = "default", evaluate_leaves: bool = False) -> list:
     """Run every arm, appending one CSV row per finished arm to ``out_dir/sweep_gm.csv``.
+
+    ``prefetch``, ``protocol`` and ``evaluate_leaves`` apply to every arm (:func:`run_arm`).
 
     Returns the list of rows (including those found in the CSV when ``resume``).  Writes
     ``sweep_gm.png`` and ``sweep_gm.pdf`` when ``figure``.
     """
     n_samples = check_positive_int(n_samples, "n_samples")
-    ChurnSchedule(n_steps, churn)          # validates n_steps and churn before any work
+    ChurnSchedule(n_steps, churn, protocol=protocol)     # validates n_steps, churn and protocol before any work
     arms = build_arms(shapes, verifiers, budgets)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "sweep_gm.csv")
@@ -192,7 +203,8 @@ def run_sweep(out_dir, *, dim: int = 512, n_components: int = 5, mixture_seed: i
                 continue
             row = run_arm(target, arm, n_samples=n_samples, n_steps=n_steps, churn=churn, seed=seed,
                           alpha=alpha, n_permutations=n_permutations, predict=predict,
-                          expansion=expansion, cache=cache)
+                          expansion=expansion, cache=cache, prefetch=prefetch, protocol=protocol,
+                          evaluate_leaves=evaluate_leaves)
             writer.writerow({k: row.get(k, "") for k in CSV_FIELDS})
             fh.flush()
             os.fsync(fh.fileno())

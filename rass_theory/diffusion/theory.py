@@ -33,17 +33,19 @@ def _grid_values(rule: str, K: int, top: float):
 
 
 def _pointwise(rule: str, K: int):
-    if rule in ("rmc", "dgrs", "rass"):
-        import rass_theory as rt
-
-        if rule == "rmc" and K != 1:
-            raise ValueError(f"rule 'rmc' needs K = 1, got K = {K}")
-        return lambda dl: rt.acceptance(rule, K, dl)
     if rule == "threshold":
         from ..optimize import policies
 
         return lambda dl: policies.optimal_threshold_policy(K, dl).acceptance
-    raise ValueError(f"no exact acceptance known for rule {rule!r}")
+    import rass_theory as rt
+
+    if rule == "rmc" and K != 1:
+        raise ValueError(f"rule 'rmc' needs K = 1, got K = {K}")
+    try:
+        rt.acceptance(rule, K, 0.5)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"no exact acceptance known for rule {rule!r}: {exc}") from exc
+    return lambda dl: rt.acceptance(rule, K, dl)
 
 
 def acceptance_curve(rule, K: int, *, max_delta: float = 10.0):
@@ -99,21 +101,25 @@ def acceptance_curve(rule, K: int, *, max_delta: float = 10.0):
 
 @dataclass(frozen=True)
 class SpeedupPrediction:
-    """Predicted vs measured speedup of one run.
+    """Predicted (and, where measured, measured) speedup.
 
     Attributes
     ----------
-    predicted_speedup, measured_speedup, measured_se : float
-    z : float
-        ``(measured - predicted) / measured_se``.
+    predicted_speedup : float
+        ``n_standard_steps / predicted_calls``.
+    measured_speedup, measured_se, z : float
+        The recorded run's ratio-of-means speedup, its SE, and ``(measured - predicted) / SE``;
+        ``nan`` when the prediction is for another verifier or tree shape than the recorded one.
     predicted_calls : float
         Expected target calls per trajectory from the dynamic programme.
     acceptance_by_depth_predicted, acceptance_by_depth_measured : ndarray
-        Mean exact acceptance ``alpha(K_j, delta)`` over the nodes met at depth ``j`` and the
-        measured acceptance rate there (the in-situ check of each verifier).
+        Mean exact acceptance ``alpha(K_j, delta)`` over the recorded nodes at depth ``j`` and the
+        measured acceptance rate there (``nan`` for another verifier/shape).
     acceptance_by_depth_se : ndarray
         ``sqrt(sum alpha (1 - alpha)) / n_j``: standard error of the measured rate around the
         predicted one.
+    verifier : str
+    widths : tuple
     """
 
     predicted_speedup: float
@@ -124,70 +130,158 @@ class SpeedupPrediction:
     acceptance_by_depth_predicted: np.ndarray
     acceptance_by_depth_measured: np.ndarray
     acceptance_by_depth_se: np.ndarray
+    verifier: str = ""
+    widths: tuple = ()
 
 
-def predict_speedup(run, rule=None) -> SpeedupPrediction:
-    """Predict the speedup of ``run`` from exact acceptance at the deltas it met.
+def expected_calls(A: np.ndarray, *, n_std: int, prefetch: str, evaluate_leaves: bool, draft: str = "frozen") -> float:
+    """Expected target calls per trajectory of the round-length dynamic programme.
 
     Parameters
     ----------
-    run : SpeculativeResult
-    rule : str or verifier, optional
-        Rule whose exact acceptance to use; defaults to ``run.verifier`` (a rule name).
+    A : ndarray, shape (n_std, L, 4)
+        ``A[t, j, c]``: acceptance probability of a depth-``j`` node at stochastic step ``t``
+        (counted from the first stochastic step) in a round whose drift-source class is ``c``
+        (``traces.SOURCE_CLASSES``: exact, nearest, parent, model).
+    n_std : int
+    prefetch : {"nearest", "parent", "none"}
+    evaluate_leaves : bool
+    draft : {"frozen", "model"}
 
     Notes
     -----
-    Let ``A_{k,j}`` be the mean of ``alpha(K_j, delta)`` over the nodes met at depth ``j`` of
-    rounds starting at step ``k`` (pooled over ``k`` where a cell is empty).  Given the round
-    reached depth ``j``, the node there accepts with probability ``alpha(K_j, delta)``, so
-    ``P(reach j+1 | reach j) = E[alpha | reach j] ~ A_{k,j}``.  A round from ``k`` with
-    ``l = min(L, n - k)`` commits ``m < l`` steps with probability
-    ``prod_{i<m-1} A_{k,i} (1 - A_{k,m-1})`` and ``l`` steps with ``prod_{i<l-1} A_{k,i}``.
-    Expected calls ``C(k) = c_k + sum_m P_k(m) C(k + m)``, ``C(n) = 0``, with ``c_k = 1`` except
-    the frozen draft's first round at ``k = 0`` when ``L = 1`` (root already evaluated); the
-    frozen draft adds the initial evaluation.  Prediction: ``n / C_total``.
+    State ``(t, c)``: the next round starts at step ``t`` with a frozen velocity of class ``c``.
+    With ``l = min(L, n_std - t)`` and ``A_i = A[t + i, i, c']`` (``c' = exact`` when
+    ``prefetch="none"``, which pays one call to evaluate the root unless ``c`` is already exact),
+    the round ends
+
+    * by a correction at depth ``m - 1 < l - 1`` (commits ``m``) with probability
+      ``prod_{i<m-1} A_i (1 - A_{m-1})``; next class ``nearest`` under ``prefetch="nearest"``
+      (the children were evaluated), else ``parent``;
+    * by a correction at depth ``l - 1`` (commits ``l``): next class ``nearest`` if
+      ``prefetch="nearest"`` and the leaves were evaluated, else ``parent``;
+    * at a leaf (commits ``l``) with probability ``prod_{i<l} A_i``: next class ``exact`` if
+      the leaves were evaluated, else ``parent``.
+
+    The round costs one batched call unless the root is exact, ``l = 1`` and leaves are not
+    evaluated.  ``C(n_std, .) = 0``; the frozen draft adds the initial evaluation and starts
+    in class ``exact``.  Proof: ``proofs/P9-tree-exactness.md`` section 6.
     """
-    rule = run.verifier if rule is None else rule
-    shape = run.shape
-    n = run.n_standard_steps
-    nodes = run.nodes
-    start = nodes.step - nodes.depth
-    alpha = np.empty(nodes.delta.shape)
-    for Kj in set(shape.widths):
-        m = nodes.K == Kj
-        if m.any():
-            alpha[m] = acceptance_curve(rule, Kj, max_delta=min(10.0, nodes.delta.max()))(nodes.delta[m])
-    L = shape.depth
-    pooled = np.array([alpha[nodes.depth == j].mean() if np.any(nodes.depth == j) else 0.0 for j in range(L)])
-    A = np.tile(pooled, (n, 1))
-    sums = np.zeros((n, L))
-    counts = np.zeros((n, L))
-    np.add.at(sums, (start, nodes.depth), alpha)
-    np.add.at(counts, (start, nodes.depth), 1)
-    have = counts > 0
-    A[have] = sums[have] / counts[have]
-
-    frozen = run.draft == "frozen"
-    C = np.zeros(n + 1)
-    for k in range(n - 1, -1, -1):
-        ell = min(L, n - k)
-        reach = 1.0
-        expect = 0.0
-        for mlen in range(1, ell + 1):
-            if mlen < ell:
-                p = reach * (1 - A[k, mlen - 1])
+    L = A.shape[1]
+    EX, NE, PA, MO = range(4)
+    C = np.zeros((n_std + 1, 4))
+    for t in range(n_std - 1, -1, -1):
+        ell = min(L, n_std - t)
+        for c in range(4):
+            if draft == "model":
+                if c != MO:
+                    continue
+                c_eff, cost = MO, 1.0
             else:
-                p = reach
-            expect += p * C[k + mlen]
-            reach *= A[k, mlen - 1]
-        c_k = 0.0 if (frozen and k == 0 and ell == 1) else 1.0
-        C[k] = c_k + expect
-    total = C[0] + (1.0 if frozen else 0.0)
-    predicted = n / total
+                if c == MO:
+                    continue
+                root_call = prefetch == "none" and c != EX
+                c_eff = EX if root_call else c
+                cost = float(root_call) + float(ell >= 2 or c_eff != EX or evaluate_leaves)
+            nxt_corr = MO if draft == "model" else (NE if prefetch == "nearest" else PA)
+            nxt_corr_last = MO if draft == "model" else (NE if (prefetch == "nearest" and evaluate_leaves) else PA)
+            nxt_leaf = MO if draft == "model" else (EX if evaluate_leaves else PA)
+            reach, expect = 1.0, 0.0
+            for m in range(1, ell + 1):
+                a = A[t + m - 1, m - 1, c_eff]
+                if m < ell:
+                    expect += reach * (1 - a) * C[t + m, nxt_corr]
+                else:
+                    expect += reach * ((1 - a) * C[t + m, nxt_corr_last] + a * C[t + m, nxt_leaf])
+                reach *= a
+            C[t, c] = cost + expect
+    if draft == "model":
+        return float(C[0, MO])
+    return float(1.0 + C[0, EX])
 
-    measured_rate = run.acceptance_by_depth()
-    se = np.array([np.sqrt(np.sum(alpha[nodes.depth == j] * (1 - alpha[nodes.depth == j]))) /
-                   max(1, np.count_nonzero(nodes.depth == j)) for j in range(L)])
-    z = (run.speedup - predicted) / run.speedup_se if run.speedup_se > 0 else 0.0
-    return SpeedupPrediction(float(predicted), run.speedup, run.speedup_se, float(z), float(total),
-                             pooled, measured_rate, se)
+
+def _requested_shape(recorded, K, L):
+    from .trees import TreeShape
+
+    if K is None and L is None:
+        return TreeShape(tuple(recorded))
+    if K is None:
+        K = recorded[0]
+    if L is None and isinstance(K, (int, np.integer)):
+        L = len(recorded)
+    return TreeShape.from_spec(K, L)
+
+
+def predict_speedup(trace_or_run, verifier=None, K=None, L=None, *, rule=None) -> SpeedupPrediction:
+    """Predict the speedup of a verifier and tree shape from a recorded delta trace.
+
+    Parameters
+    ----------
+    trace_or_run : SpeculativeResult or DeltaTrace
+    verifier : str or verifier, optional
+        Rule whose exact acceptance to use (``"rmc"``, ``"dgrs"``, ``"rass"``, ``"threshold"``,
+        ``"optimal_list"``, or an object with ``expected_acceptance(K, delta)``); defaults to the
+        recorded verifier.  ``rule`` is an older name for the same argument.
+    K, L : int or sequence, optional
+        Tree shape to predict (``TreeShape.from_spec`` rules); defaults to the recorded shape.
+
+    Returns
+    -------
+    SpeedupPrediction
+        With measured values and ``z`` when verifier and shape are the recorded ones.
+
+    Notes
+    -----
+    For each recorded node, ``alpha(rule, K_j, delta)`` is its exact acceptance probability
+    under the requested width at its depth.  Their means per cell (node step, depth,
+    drift-source class; :meth:`DeltaTrace.cell_means`) feed :func:`expected_calls`.  For the
+    recorded verifier and shape, ``P(accept | reach the node) = E[alpha(delta) | reach]`` and the
+    cell means estimate it without bias (P9 section 6), so the prediction matches the measured
+    speedup up to Monte-Carlo error.  For another verifier or shape it assumes the deltas met at
+    a given (step, depth, source class) keep their law -- exact for the root's delta given its
+    class, an approximation deeper in the tree (paths differ); measured agreement is reported in
+    ``bench/results/gm_speedup_table.md``.
+    """
+    from .traces import DeltaTrace
+
+    if verifier is not None and rule is not None:
+        raise ValueError("give the verifier once: verifier= or its older name rule=, not both")
+    verifier = rule if verifier is None else verifier
+    trace = trace_or_run if isinstance(trace_or_run, DeltaTrace) else DeltaTrace.from_run(trace_or_run)
+    same_rule = verifier is None or (isinstance(verifier, str) and trace.verifier is not None
+                                     and verifier.strip().lower().replace("_", "").replace("-", "")
+                                     == trace.verifier.replace("_", "").replace("-", ""))
+    rule = trace.verifier if verifier is None else verifier
+    if rule is None:
+        raise ValueError("the trace does not name its verifier; pass verifier=")
+    shape = _requested_shape(trace.widths, K, L)
+    same = same_rule and tuple(shape.widths) == tuple(trace.widths)
+    Lp = shape.depth
+    rec_depth = np.minimum(trace.depth, Lp - 1)
+    widths_at = np.asarray(shape.widths)[np.minimum(trace.depth, Lp - 1)]
+    alpha = np.empty(trace.delta.shape)
+    top = min(10.0, float(trace.delta.max())) if trace.delta.size else 1.0
+    for Kj in set(shape.widths):
+        m = widths_at == Kj
+        if m.any():
+            alpha[m] = acceptance_curve(rule, Kj, max_delta=top)(trace.delta[m])
+    A = trace.cell_means(alpha, Lp)
+    total = expected_calls(A, n_std=trace.n_std, prefetch=trace.prefetch, evaluate_leaves=trace.evaluate_leaves,
+                           draft=trace.draft)
+    predicted = trace.n_std / total
+    Lr = trace.depth_recorded
+    pooled = np.array([alpha[rec_depth == j].mean() if np.any(rec_depth == j) else np.nan for j in range(Lp)])
+    se = np.array([np.sqrt(np.sum(alpha[rec_depth == j] * (1 - alpha[rec_depth == j]))) /
+                   max(1, np.count_nonzero(rec_depth == j)) for j in range(Lp)])
+    measured = se_m = z = float("nan")
+    rate = np.full(Lp, np.nan)
+    if same and trace.target_calls is not None:
+        from .results import speedup_estimate
+
+        measured, se_m = speedup_estimate(trace.n_std, trace.target_calls)
+        z = (measured - predicted) / se_m if se_m > 0 else 0.0
+        if not isinstance(trace_or_run, DeltaTrace):
+            rate[:Lr] = trace_or_run.acceptance_by_depth()[:Lp]
+    name = rule if isinstance(rule, str) else getattr(rule, "name", type(rule).__name__)
+    return SpeedupPrediction(float(predicted), float(measured), float(se_m), float(z), float(total), pooled, rate, se,
+                             verifier=str(name), widths=tuple(shape.widths))

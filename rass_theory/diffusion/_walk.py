@@ -1,0 +1,195 @@
+"""One round of tree speculation, lazy or full expansion, and the next round's drift source.
+
+Both walks return, per trajectory, the committed state, the steps committed, the next round's
+frozen velocity, whether that velocity is the exact target velocity at the committed state, and
+its drift source (``results.DRIFT_SOURCES``).  Same law, same call count (P9 section 4).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._contract import check_result
+
+__all__ = ["RoundWalker"]
+
+
+def _nearest(children: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Index of the child nearest to ``y`` in Euclidean norm (ties to the lower index)."""
+    d2 = np.einsum("nkd,nkd->nk", children - y[:, None, :], children - y[:, None, :])
+    return np.argmin(d2, axis=1)
+
+
+class RoundWalker:
+    """Everything a round needs; the two walks share the per-depth verification and the ending."""
+
+    def __init__(self, target, draft_model, schedule, shape, verifiers, rng, *, prefetch, evaluate_leaves,
+                 record=True):
+        self.target = target
+        self.draft_model = draft_model
+        self.schedule = schedule
+        self.shape = shape
+        self.verifiers = verifiers
+        self.rng = rng
+        self.prefetch = prefetch
+        self.evaluate_leaves = evaluate_leaves
+        self.record = record
+
+    # ------------------------------------------------------------------ shared pieces
+    def draft_velocity(self, y, kk, v_frozen):
+        if self.draft_model is None:
+            return v_frozen
+        return self.draft_model.velocity(y, self.schedule.s[kk])
+
+    def verify(self, j, y, kk, u_target, u_draft, children_fn, round_ids, node_rows):
+        """Verify the children of nodes ``y`` (rows at depth ``j``, steps ``kk``)."""
+        sch = self.schedule
+        Kj = self.shape.widths[j]
+        mu_t = sch.mean(kk, y, u_target)
+        mu_d = sch.mean(kk, y, u_draft)
+        sig = sch.sigma[kk]
+        children = children_fn(mu_d, sig)
+        res = self.verifiers[Kj](children, mu_d, mu_t, sig, self.rng)
+        states, accepted, idx = check_result(res, children)
+        if self.record:
+            delta = np.linalg.norm(mu_t - mu_d, axis=1) / sig
+            node_rows.append((round_ids, np.full(y.shape[0], j), kk, delta, accepted, np.full(y.shape[0], Kj)))
+        return children, states, accepted, idx
+
+    def _ending(self, rows, j, depth_eff, accepted, children, y_new, v_node, child_velocity, out):
+        """Record the next drift for rows that stop after verifying depth ``j``.
+
+        ``child_velocity(sel, idx)`` returns the target velocity of child ``idx`` of the selected
+        rows (from the batch under full expansion; computed uncounted under lazy expansion).
+        """
+        v_out, exact_out, src_out = out
+        leaf_level = (j + 1 == depth_eff)
+        v_out[rows] = v_node
+        src_out[rows] = "parent" if self.draft_model is None else "model"
+        exact_out[rows] = False
+        if self.draft_model is not None:
+            return
+        children_known = ~leaf_level | self.evaluate_leaves        # children's velocities are in the batch
+        leaf = accepted & leaf_level & self.evaluate_leaves
+        if leaf.any():                                               # a committed leaf: its own velocity
+            sel = np.flatnonzero(leaf)
+            v_out[rows[sel]] = child_velocity(sel, None)
+            exact_out[rows[sel]] = True
+            src_out[rows[sel]] = "leaf"
+        if self.prefetch == "nearest":
+            near = ~accepted & children_known
+            if near.any():
+                sel = np.flatnonzero(near)
+                idx = _nearest(children[sel], y_new[sel])
+                v_out[rows[sel]] = child_velocity(sel, idx)
+                src_out[rows[sel]] = "nearest"
+
+    # ------------------------------------------------------------------ lazy expansion
+    def walk_lazy(self, x, k, v_frozen, root_exact, depth_eff, round_ids, node_rows):
+        sch, tgt, rng = self.schedule, self.target, self.rng
+        n, d = x.shape
+        y = x.copy()
+        committed = np.zeros(n, dtype=np.int64)
+        v_node = v_frozen.copy()
+        need = ~root_exact
+        if need.any():
+            v_node[need] = tgt.velocity(y[need], sch.s[k[need]])
+        out = (np.empty_like(v_frozen), np.zeros(n, bool), np.empty(n, dtype=object))
+        w = np.arange(n)
+        j = 0
+        while w.size:
+            kk = k[w] + j
+            Kj = self.shape.widths[j]
+            u_d = self.draft_velocity(y[w], kk, v_frozen[w])
+
+            def children_fn(mu_d, sig, Kj=Kj):
+                return mu_d[:, None, :] + sig[:, None, None] * rng.standard_normal((mu_d.shape[0], Kj, d))
+
+            children, states, accepted, idx = self.verify(j, y[w], kk, v_node[w], u_d, children_fn,
+                                                          round_ids[w], node_rows)
+            y[w] = states
+            committed[w] += 1
+            cont = accepted & (j + 1 < depth_eff[w])
+            stop = np.flatnonzero(~cont)
+            if stop.size:
+                rows = w[stop]
+
+                def child_velocity(sel, cidx, rows=rows, stop=stop, children=children, kk=kk):
+                    pts = y[rows[sel]] if cidx is None else children[stop[sel], cidx]
+                    return tgt.velocity(pts, sch.s[kk[stop[sel]] + 1])     # uncounted: in the batch on hardware
+
+                self._ending(rows, j, depth_eff[rows], accepted[stop], children[stop], y[rows], v_node[rows],
+                             child_velocity, out)
+            w = w[cont]
+            if w.size:
+                v_node[w] = tgt.velocity(y[w], sch.s[k[w] + j + 1])
+            j += 1
+        return (y, committed) + out
+
+    # ------------------------------------------------------------------ full expansion
+    def walk_full(self, x, k, v_frozen, root_exact, depth_eff, round_ids, node_rows):
+        sch, tgt, rng, shape = self.schedule, self.target, self.rng, self.shape
+        n, d = x.shape
+        L = shape.depth
+        last = sch.stop - 1
+        # 1. draft every node of every tree (depth 0..L), level by level
+        levels = [x[:, None, :].copy()]
+        for j in range(L):
+            Kj = shape.widths[j]
+            par = levels[j]                                   # (n, N_j, d)
+            Nj = par.shape[1]
+            kk = np.minimum(k + j, last)                      # nodes past depth_eff are never used
+            flat = par.reshape(n * Nj, d)
+            kk_flat = np.repeat(kk, Nj)
+            if self.draft_model is None:
+                u_d = np.repeat(v_frozen, Nj, axis=0)
+            else:
+                u_d = self.draft_model.velocity(flat, sch.s[kk_flat])
+            mu_d = sch.mean(kk_flat, flat, u_d).reshape(n, Nj, 1, d)
+            sig = sch.sigma[kk][:, None, None, None]
+            kids = mu_d + sig * rng.standard_normal((n, Nj, Kj, d))
+            levels.append(kids.reshape(n, Nj * Kj, d))
+        # 2. ONE batched target call on all internal nodes (depth 0..L-1), and the leaves if asked
+        n_lev = L + 1 if self.evaluate_leaves else L
+        nodes = np.concatenate([levels[j] for j in range(n_lev)], axis=1)       # (n, T, d)
+        T = nodes.shape[1]
+        s_nodes = np.concatenate([np.repeat(np.minimum(k + j, sch.stop)[:, None], levels[j].shape[1], axis=1)
+                                  for j in range(n_lev)], axis=1)
+        V = tgt.velocity(nodes.reshape(n * T, d), sch.s[s_nodes.reshape(-1)]).reshape(n, T, d)
+        V[root_exact, 0] = v_frozen[root_exact]     # the root was already evaluated: reuse, same value
+        offsets = np.cumsum([0] + [levels[j].shape[1] for j in range(n_lev)])
+        # 3. walk from the root
+        y = x.copy()
+        committed = np.zeros(n, dtype=np.int64)
+        out = (np.empty_like(v_frozen), np.zeros(n, bool), np.empty(n, dtype=object))
+        pos = np.zeros(n, dtype=np.int64)
+        w = np.arange(n)
+        j = 0
+        while w.size:
+            kk = k[w] + j
+            Kj = shape.widths[j]
+            v_node = V[w, offsets[j] + pos[w]]
+            u_d = v_frozen[w] if self.draft_model is None else self.draft_model.velocity(y[w], sch.s[kk])
+            child_ids = pos[w, None] * Kj + np.arange(Kj)[None, :]
+
+            def children_fn(mu_d, sig, w=w, child_ids=child_ids, j=j):
+                return levels[j + 1][w[:, None], child_ids]
+
+            children, states, accepted, idx = self.verify(j, y[w], kk, v_node, u_d, children_fn,
+                                                          round_ids[w], node_rows)
+            y[w] = states
+            committed[w] += 1
+            cont = accepted & (j + 1 < depth_eff[w])
+            stop = np.flatnonzero(~cont)
+            if stop.size:
+                rows = w[stop]
+
+                def child_velocity(sel, cidx, rows=rows, stop=stop, child_ids=child_ids, idx=idx, j=j):
+                    c = idx[stop[sel]] if cidx is None else cidx
+                    return V[rows[sel], offsets[j + 1] + child_ids[stop[sel], c]]
+
+                self._ending(rows, j, depth_eff[rows], accepted[stop], children[stop], y[rows], v_node[stop],
+                             child_velocity, out)
+            pos[w[cont]] = child_ids[cont, idx[cont]]
+            w = w[cont]
+            j += 1
+        return (y, committed) + out
