@@ -53,8 +53,8 @@ def from_diffusers(model, scheduler, image_shape=None, model_kwargs=None, name=N
     Parameters
     ----------
     model : torch.nn.Module
-        A diffusers network called as ``model(sample, timestep, **model_kwargs)`` returning an
-        object with ``.sample`` (``UNet2DModel``, ``SD3Transformer2DModel``, ...).
+        A diffusers network called as ``model(sample, timestep=..., **model_kwargs,
+        return_dict=False)`` returning a tuple whose first entry is the prediction (``UNet2DModel``, ``SD3Transformer2DModel``, ...).
     scheduler : diffusers scheduler
         ``FlowMatchEulerDiscreteScheduler``: the model predicts the flow-matching velocity
         ``noise - x0`` at ``sigma = s`` and is called with ``timestep = s * num_train_timesteps``
@@ -104,7 +104,7 @@ def from_diffusers(model, scheduler, image_shape=None, model_kwargs=None, name=N
 
     if kind == "flow":
         def velocity(x, s):
-            return model(x, s * n_train, **_broadcast_kwargs(extra, x.shape[0]), return_dict=False)[0]
+            return model(x, timestep=s * n_train, **_broadcast_kwargs(extra, x.shape[0]), return_dict=False)[0]
     else:
         sigma_max = float(scheduler.config.sigma_max)
 
@@ -113,7 +113,7 @@ def from_diffusers(model, scheduler, image_shape=None, model_kwargs=None, name=N
             shape = (-1,) + (1,) * (x.ndim - 1)
             x_edm = x * scale.reshape(shape)
             tt = t.reshape(shape)
-            out = model(scheduler.precondition_inputs(x_edm, tt), scheduler.precondition_noise(t),
+            out = model(scheduler.precondition_inputs(x_edm, tt), timestep=scheduler.precondition_noise(t),
                         **_broadcast_kwargs(extra, x.shape[0]), return_dict=False)[0]
             if not (isinstance(out, torch.Tensor) and out.shape == x.shape):
                 return out
