@@ -20,13 +20,16 @@ all rows, ``delta`` ``(n,)``, and ``s`` / ``u`` ``(n,)``.  Nothing loops over ro
 Accuracy and guarantees (proof ``proofs/P7-selected-law.md``)
 -------------------------------------------------------------
 * Crossings: every sign change of ``h = log f - log g`` between consecutive points of the
-  search grid over ``[-L, L] U [delta - L, delta + L]`` (``L = half_width = 10``) is refined
-  (Illinois with bisection safeguard) to a bracket of width ``<= 4 eps (1 + |c|)``.  Beyond the
-  grid the sign of ``h`` is taken from the end points; any crossing missed there changes the
-  residual law by at most ``(K + 1) Phi(-L) < 1e-20`` in total variation (``g <= K phi`` for any
-  rule selecting one of ``K`` iid normals).  Two crossings closer than the grid spacing, inside
+  search grid over ``[-L, L] U [delta - L, delta + L]`` (``L = L(K)`` of
+  :mod:`rass_theory.exact._window`: 11.5 for ``K <= 1515``, wider above) is refined by
+  :func:`rass_theory.exact._roots.bracketed_roots` (scipy's vectorised Chandrupatla) to a
+  bracket of width ``<= 8 eps (1 + |c|)``.  Beyond the grid the sign of ``h`` is taken from
+  the end points; any crossing missed there changes the residual law by at most
+  ``(K + 1) Phi(-L) <= 1e-27`` in total variation (``g <= K phi`` for any rule selecting one of
+  ``K`` iid normals).  The generic functions, which do not know ``K``, use ``L = 11.5``: the
+  bound holds for laws with ``g <= 1516 phi``.  Two crossings closer than the grid spacing, inside
   one cell, can be missed; the mass of ``f - g`` between them is third order in their distance.
-  Spacing: generic ``2 L / (grid_size - 1) = 0.05`` by default; RASS :func:`grid_spacing`
+  Spacing: generic ``2 L / (grid_size - 1) = 0.0575`` by default; RASS :func:`grid_spacing`
   ``min(0.1, 0.5 / sqrt(K))``, on one grid shared by all rows (the scaled rank basis is computed once
   and ``g_w/phi`` for all rows is one matrix product).  Pairs of crossings inside one cell are
   found when ``|h|`` has a discrete local minimum next to them whose distance to zero is within
@@ -38,8 +41,8 @@ Accuracy and guarantees (proof ``proofs/P7-selected-law.md``)
   (:func:`rass_theory.exact.normal.shift_difference`, relative accuracy) and
   ``E = G - Phi``; with the excess forms the masses keep relative accuracy ``~1e-14`` even at
   ``delta = 1e-8``.  Without them (generic callables) they are accurate to ``~1e-16`` absolute.
-* Inverse CDF: a 16-point scan of the chosen interval, then safeguarded Newton, stopped when
-  the step is below ``1e-13 (1 + |s|)``; measured agreement with the scalar
+* Inverse CDF: ``R(x) = u TV`` solved on the chosen interval by the same root finder
+  (bracket ``<= 8 eps (1 + |s|)``); measured agreement with the scalar
   :class:`rass_theory.exact.selected.ResidualLaw` CDF ``|R(s) - u| <= 1e-12``.  Infinite interval
   ends are clipped at the grid ends ``-/+ (L + 2)`` (so ``u = 1`` returns a finite point).
 * ``delta = 0`` is allowed.  Where the residual mass is exactly zero (``g = f``), the residual
@@ -55,6 +58,8 @@ import numpy as np
 from scipy.special import ndtri
 
 from rass_theory._validation import as_generator
+from rass_theory.exact._roots import bracketed_roots
+from rass_theory.exact._window import HALF_WIDTH as _HALF_WIDTH, half_width as _half_width
 from rass_theory.exact.normal import log_phi, shift_difference
 from rass_theory.exact.order_stats import (
     weight_parts,
@@ -78,7 +83,7 @@ __all__ = [
     "grid_spacing",
 ]
 
-DEFAULT_HALF_WIDTH = 10.0
+DEFAULT_HALF_WIDTH = _HALF_WIDTH  # one window for the whole engine: rass_theory.exact._window
 _EPS = np.finfo(np.float64).eps
 WEIGHTS_ATOL = 1e-9
 
@@ -262,63 +267,29 @@ def _grid(delta, half_width, grid_size):
     return np.sort(pts, axis=1)
 
 
-def _refine_roots(h_restrict, a, b, fa, fb, *, max_iter=200):
-    """Vectorised Illinois (modified regula falsi) with bisection safeguard on brackets ``(n, C)``.
+def _refine_roots(h_restrict, n, rows, slot, a, b):
+    """Refine the brackets ``[a, b]`` (entries ``(rows, slot)`` of padded ``(n, C)`` arrays).
 
     ``h_restrict(idx)`` returns ``h`` for the rows ``idx`` (a callable on ``(len(idx), C)``
-    arrays); only rows with an unconverged bracket are evaluated.  ``fa`` and ``fb`` have
-    opposite "positivity" (``> 0`` versus ``<= 0``).  Returns the midpoint of the final bracket
-    (width ``<= 4 eps (1 + |x|)``, or the last bracket after ``max_iter`` iterations).
+    arrays, ``None``: all rows).  Each call of the root finder evaluates only the rows with an
+    unconverged bracket.  Returns the roots, a flat array aligned with ``rows``.
     """
-    a = a.copy()
-    b = b.copy()
-    fa = fa.copy()
-    fb = fb.copy()
-    pa = fa > 0
-    side = np.zeros(a.shape, dtype=np.int8)  # -1: last update moved a, +1: moved b
-    width0 = b - a
-    stall = np.zeros(a.shape, dtype=np.int8)
-    n = a.shape[0]
-    for _ in range(max_iter):
-        active = (b - a) > 4 * _EPS * (1.0 + np.maximum(np.abs(a), np.abs(b)))
-        rows = np.nonzero(active.any(axis=1))[0]
-        if rows.size == 0:
-            break
-        A, B, FA, FB = a[rows], b[rows], fa[rows], fb[rows]
-        act = active[rows]
-        width = B - A
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            x = B - FB * (B - A) / (FB - FA)
-        use_mid = ~np.isfinite(x) | (stall[rows] >= 3)
-        x = np.where(use_mid, A + 0.5 * width, x)
-        # keep a step of at least 1.5 eps(1 + |x|) away from the ends, so a converged end-point
-        # closes the bracket in one step instead of a run of bisections (Brent's tolerance nudge)
-        tol = 1.5 * _EPS * (1.0 + np.maximum(np.abs(A), np.abs(B)))
-        x = np.where(width > 2.0 * tol, np.clip(x, A + tol, B - tol), A + 0.5 * width)
-        x = np.where(act, x, A)
-        fx = (h_restrict(rows) if rows.size < n else h_restrict(None))(x)
-        fx = np.where(np.isnan(fx), 0.0, fx)
-        move_a = act & ((fx > 0) == pa[rows])
-        move_b = act & ~move_a
-        sd = side[rows]
-        # Illinois: halve the stale end's value when the same end moves twice in a row
-        FB = np.where(move_a & (sd == -1), 0.5 * FB, FB)
-        FA = np.where(move_b & (sd == 1), 0.5 * FA, FA)
-        A = np.where(move_a, x, A)
-        FA = np.where(move_a, fx, FA)
-        B = np.where(move_b, x, B)
-        FB = np.where(move_b, fx, FB)
-        # an exact zero of h is a crossing: close the bracket on it
-        zero = act & (fx == 0)
-        A = np.where(zero, x, A)
-        B = np.where(zero, x, B)
-        a[rows], b[rows], fa[rows], fb[rows] = A, B, FA, FB
-        side[rows] = np.where(move_a, -1, np.where(move_b, 1, sd)).astype(np.int8)
-        shrunk = (B - A) <= 0.5 * width0[rows]
-        st = np.where(act & ~shrunk, stall[rows] + 1, 0).astype(np.int8)
-        stall[rows] = st
-        width0[rows] = np.where(shrunk | (st == 0), B - A, width0[rows])
-    return a + 0.5 * (b - a)
+    if rows.size == 0:
+        return np.zeros(0)
+    C = a.shape[1]
+    base = 0.5 * (a + b)
+
+    def h_at(x, k):
+        shape = x.shape
+        x, k = x.reshape(-1), k.reshape(-1).astype(np.intp)
+        r, c = np.divmod(k, C)
+        ur, inv = np.unique(r, return_inverse=True)
+        X = base[ur]
+        X[inv, c] = x
+        return h_restrict(None if ur.size == n else ur)(X)[inv, c].reshape(shape)
+
+    flat = rows * C + slot
+    return bracketed_roots(h_at, a[rows, slot], b[rows, slot], args=(flat,))
 
 
 def _brackets_from_signs(rows, a_vals, b_vals, fa_vals, fb_vals, n):
@@ -452,8 +423,7 @@ def _assemble_intervals(restrict, delta, changes, dips, first_positive, grid_lo,
     bounds = np.full((n, C + 2), np.inf)
     bounds[:, 0] = -np.inf
     if C > 0:
-        roots = _refine_roots(h_restrict, a, b, fa, fb)
-        bounds[rows, slot + 1] = roots[rows, slot]
+        bounds[rows, slot + 1] = _refine_roots(h_restrict, n, rows, slot, a, b)
     k = np.arange(C + 1)
     positive = (first_positive[:, None] ^ (k[None, :] % 2 == 1)) & (k[None, :] <= counts[:, None])
     finite = np.isfinite(bounds)
@@ -537,12 +507,12 @@ def _full_rows(fn, n):
     return restrict
 
 
-def _invert_residual(ri: ResidualIntervals, restrict, delta, u, *, n_scan=16, max_iter=60):
+def _invert_residual(ri: ResidualIntervals, restrict, delta, u):
     """Inverse CDF of ``(f - g)_+ / total`` at ``u`` per row.
 
-    ``restrict(idx)`` returns the pair ``(log_ratio, cdf_excess)`` for the rows ``idx``.  A scan
-    of ``n_scan`` points brackets the solution inside the chosen interval, then safeguarded
-    Newton (``R' = f - g``) runs on the rows that have not converged.
+    ``restrict(idx)`` returns the pair ``(log_ratio, cdf_excess)`` for the rows ``idx``.  The
+    interval is chosen by its cumulative mass; inside it ``R(x) - t`` (increasing, ``R' = f - g``)
+    is solved by :func:`rass_theory.exact._roots.bracketed_roots` on the interval itself.
     """
     n = delta.shape[0]
     ok = ri.total > 0
@@ -567,47 +537,16 @@ def _invert_residual(ri: ResidualIntervals, restrict, delta, u, *, n_scan=16, ma
     if idx.size == 0:
         return out
     lo, hi, t, d = np.minimum(lo[idx], hi[idx]), hi[idx], t[idx], delta[idx]
-    log_ratio, cdf_excess = restrict(idx)
+    E_lo = restrict(idx)[1](lo[:, None])[:, 0]
     D_lo = shift_difference(lo, d)
-    E_lo = cdf_excess(lo[:, None])[:, 0]
 
-    def R_of(x, dd, Dl, El, tt, ce):
-        return (shift_difference(x, dd[:, None] if x.ndim == 2 else dd) - (Dl[:, None] if x.ndim == 2 else Dl)) \
-            - (ce(x if x.ndim == 2 else x[:, None]).reshape(x.shape) - (El[:, None] if x.ndim == 2 else El)) \
-            - (tt[:, None] if x.ndim == 2 else tt)
+    def excess(x, j):
+        j = j.astype(np.intp)
+        ce = restrict(idx[j])[1] if j.size < idx.size else restrict(idx)[1]
+        E = ce(x.reshape(-1, 1))[:, 0].reshape(x.shape)
+        return (shift_difference(x, d[j]) - D_lo[j]) - (E - E_lo[j]) - t[j]
 
-    # scan: locate the solution in one of n_scan cells of [lo, hi]
-    frac = np.linspace(0.0, 1.0, n_scan + 1)[1:-1]
-    pts = lo[:, None] + (hi - lo)[:, None] * frac[None, :]
-    Rs = R_of(pts, d, D_lo, E_lo, t, cdf_excess)
-    cell = (Rs < 0).sum(axis=1)
-    ext = np.concatenate([lo[:, None], pts, hi[:, None]], axis=1)
-    m_ = np.arange(idx.size)
-    a = ext[m_, cell]
-    b = ext[m_, cell + 1]
-    x = a + 0.5 * (b - a)
-    active = np.ones(idx.size, dtype=bool)
-    for _ in range(max_iter):
-        ai = np.nonzero(active)[0]
-        if ai.size == 0:
-            break
-        lr_fn, ce_fn = restrict(idx[ai]) if ai.size < idx.size else (log_ratio, cdf_excess)
-        xa, da = x[ai], d[ai]
-        R = R_of(xa, da, D_lo[ai], E_lo[ai], t[ai], ce_fn)
-        below = R < 0
-        a[ai] = np.where(below, xa, a[ai])
-        b[ai] = np.where(below, b[ai], xa)
-        lr = lr_fn(xa[:, None])[:, 0]
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            dens = np.exp(log_phi(xa)) * (np.expm1(da * xa - 0.5 * da * da) - np.expm1(lr))
-            x_new = xa - R / dens
-        bad = ~np.isfinite(x_new) | (x_new <= a[ai]) | (x_new >= b[ai]) | ~(dens > 0)
-        x_new = np.where(bad, a[ai] + 0.5 * (b[ai] - a[ai]), x_new)
-        tol = 1e-13 * (1.0 + np.abs(xa))
-        done = (np.abs(x_new - xa) <= tol) | (b[ai] - a[ai] <= tol) | (R == 0)
-        x[ai] = np.where(R == 0, xa, x_new)
-        active[ai[done]] = False
-    out[idx] = x
+    out[idx] = bracketed_roots(excess, lo, hi, args=(np.arange(idx.size),))
     return out
 
 
@@ -820,15 +759,17 @@ def _rass_brackets(w, delta, half_width, spacing):
     return changes, dips, first_positive, np.full(n, lo), np.full(n, hi)
 
 
-def residual_intervals(weights, delta, *, half_width: float = DEFAULT_HALF_WIDTH, spacing: float | None = None):
+def residual_intervals(weights, delta, *, half_width: float | None = None, spacing: float | None = None):
     """Crossings and ``(f - g_w)_+`` masses per row for RASS; ``.total`` is ``TV(g_w, f)``.
 
     Parameters
     ----------
     weights : array_like, shape (n, K) or (K,)
     delta : array_like, shape (n,)
-    half_width : float
-        The search grid covers ``[-half_width, max(delta) + half_width]``.
+    half_width : float, optional
+        The search grid covers ``[-half_width, max(delta) + half_width]``; default
+        :func:`rass_theory.exact._window.half_width` of ``K`` (truncation error
+        ``(K + 1) Phi(-L) <= 1e-27`` for every ``K``).
     spacing : float, optional
         Grid spacing; default :func:`grid_spacing` of ``K``.
 
@@ -847,6 +788,8 @@ def residual_intervals(weights, delta, *, half_width: float = DEFAULT_HALF_WIDTH
 
 
 def _rass_intervals(w, d, half_width, spacing):
+    if half_width is None:
+        half_width = _half_width(w.shape[-1])
     if spacing is None:
         spacing = grid_spacing(w.shape[-1])
     log_ratio, cdf_excess = _rass_callables(w)
@@ -855,7 +798,7 @@ def _rass_intervals(w, d, half_width, spacing):
     return _assemble_intervals(restrict, d, changes, dips, first_positive, glo, ghi), log_ratio, cdf_excess
 
 
-def sample_residual(weights, delta, u, *, half_width: float = DEFAULT_HALF_WIDTH, spacing: float | None = None):
+def sample_residual(weights, delta, u, *, half_width: float | None = None, spacing: float | None = None):
     """Inverse-CDF draw from the RASS residual ``(f - g_w)_+ / TV(g_w, f)``, per row.
 
     Parameters

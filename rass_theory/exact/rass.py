@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rass_theory.exact.selected import residual_law
+from rass_theory.exact.segments import rass_evaluation
+from rass_theory.exact.selected import _check_law_args, residual_law
 
 __all__ = ["rass_tv", "rass_rejection", "rass_acceptance", "crossings"]
 
@@ -39,8 +40,12 @@ def rass_tv(weights, delta) -> float:
     --------
     >>> round(rass_tv([1.0], 1.0), 12)  # K = 1: TV(phi, phi(. - 1)) = 2 Phi(1/2) - 1
     0.382924922548
+
+    The optimiser evaluates weights with the same code
+    (:func:`rass_theory.exact.segments.rass_evaluation`).
     """
-    return residual_law(weights, delta).mass
+    w, d = _check_law_args(weights, delta)
+    return rass_evaluation(w, d).tv
 
 
 def rass_rejection(weights, delta) -> float:
@@ -58,9 +63,10 @@ def crossings(weights, delta) -> np.ndarray:
 
     Notes
     -----
-    Sign changes of ``h = log f - log g_w`` on a grid over ``[-10, 10] U [delta - 10, delta + 10]``
+    Sign changes of ``h = log f - log g_w`` on a grid over ``[-L, L] U [delta - L, delta + L]``
     (spacing ``min(0.1, 0.5/sqrt(K))``, :func:`rass_theory.exact.batch.grid_spacing`, with a search for
-    pairs of crossings hidden inside one cell near a local minimum of ``|h|``), refined to a bracket of relative width ``4 eps``.  Crossings outside
-    that range, where both densities carry mass below ``(K + 1) Phi(-10)``, are not reported.
+    pairs of crossings hidden inside one cell near a local minimum of ``|h|``), refined to a bracket of
+    relative width ``8 eps``.  Crossings outside that range, where both densities carry mass below
+    ``(K + 1) Phi(-L) <= 1e-27`` (``L = L(K)``, :mod:`rass_theory.exact._window`), are not reported.
     """
     return residual_law(weights, delta).crossings.copy()

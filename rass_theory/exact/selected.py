@@ -367,14 +367,15 @@ def residual_law(weights, delta, *, spacing: float | None = None) -> ResidualLaw
 
     Notes
     -----
-    Crossings of ``f`` and ``g_w`` are bracketed on a grid over ``[-10, 10] U [delta - 10, delta + 10]`` and refined
+    Crossings of ``f`` and ``g_w`` are bracketed on a grid over ``[-L, L] U [delta - L, delta + L]``
+    (``L = L(K)`` of :mod:`rass_theory.exact._window`) and refined
     to machine precision; masses are closed-form CDF differences (proof P7, and the accuracy
     statement in :mod:`rass_theory.exact.batch`).
     """
     w, d = _check_law_args(weights, delta)
     if spacing is None:
         spacing = _batch.grid_spacing(w.shape[0])
-    ri, _, _ = _batch._rass_intervals(w, np.array([d]), _batch.DEFAULT_HALF_WIDTH, spacing)
+    ri, _, _ = _batch._rass_intervals(w, np.array([d]), None, spacing)
     r = int(ri.n_crossings[0])
     crossings = ri.bounds[0, 1:r + 1].copy()
     pos = ri.positive[0, : r + 1]

@@ -25,18 +25,19 @@ import io
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import betainc, erf, gammaln, log_ndtr, ndtr
+from scipy.special import erf, ndtr
 
 from rass_theory._validation import check_delta, check_K
 
-from .mixture_tv import (
+from rass_theory.exact.segments import (
+    RankSegment,
     TVEvaluation,
     certified_gap,
-    fw_gap,
     default_window,
     evaluate_tv,
-    log_phi,
-    maximize_acceptance,
+    fw_gap,
+    rank_segment as _segment,
+    rass_evaluation,
 )
 
 __all__ = [
@@ -58,82 +59,9 @@ _LP_NODES = 161
 _GAP_TARGET = 1e-9
 
 
-class RankSegment:
-    """The rank basis on the whole line: ``b_j(s) = K C(K-1, j) phi(s) Phi(s)^j (1-Phi(s))^(K-1-j)``.
-
-    ``b_j`` is the density of the ``j``-th order statistic (ascending, ``j = 0..K-1``) of ``K``
-    iid ``N(0, 1)``; its CDF is ``F_j(s) = I_{Phi(s)}(j + 1, K - j)`` (regularised incomplete
-    beta), with the upper tail ``1 - F_j(s) = I_{Phi(-s)}(K - j, j + 1)`` used where it is the
-    smaller of the two, so interval masses keep relative accuracy in both tails.
-    """
-
-    lo = -np.inf
-    hi = np.inf
-
-    def __init__(self, K: int):
-        self.K = K
-        self.n_components = K
-        j = np.arange(K, dtype=np.float64)
-        self._j = j
-        self._log_coef = np.log(K) + gammaln(K) - gammaln(j + 1) - gammaln(K - j)
-
-    def log_components(self, s):
-        s = np.asarray(s, dtype=np.float64)
-        lu = log_ndtr(s)[:, None]
-        lv = log_ndtr(-s)[:, None]
-        return log_phi(s)[:, None] + self._log_coef + self._j * lu + (self.K - 1 - self._j) * lv
-
-    def log_fixed(self, s):
-        return None
-
-    def sign_function(self, w, delta):
-        """For ``delta < 1``: ``(f - g_w)/phi = expm1(delta s - delta^2/2) - sum_j (w_j - 1/K) b_j/phi``.
-
-        Both terms are O(delta) there, so the sign (and the crossings) keep full relative
-        accuracy, unlike ``log f - log g_w``, whose rounding is O(eps) against an O(delta)
-        signal.  Returns ``(function, scale)`` with ``f - g_w = scale * function``.
-        """
-        if delta >= 1.0:
-            return None
-        v = np.asarray(w, dtype=np.float64) - 1.0 / self.K
-
-        def fun(s):
-            s = np.asarray(s, dtype=np.float64)
-            ratio = np.exp(self.log_components(s) - log_phi(s)[:, None])
-            return np.expm1(delta * s - 0.5 * delta * delta) - ratio @ v
-
-        return fun, (lambda s: np.exp(log_phi(s)))
-
-    def component_masses(self, a, b):
-        a = np.asarray(a, dtype=np.float64)[:, None]
-        b = np.asarray(b, dtype=np.float64)[:, None]
-        j, K = self._j, self.K
-        Fa = betainc(j + 1, K - j, ndtr(a))
-        Fb = betainc(j + 1, K - j, ndtr(b))
-        Sa = betainc(K - j, j + 1, ndtr(-a))
-        Sb = betainc(K - j, j + 1, ndtr(-b))
-        return np.where(Fa > 0.5, Sa - Sb, Fb - Fa)
-
-    def fixed_masses(self, a, b):
-        return np.zeros(np.asarray(a).shape)
-
-
-@functools.lru_cache(maxsize=None)
-def _segment(K: int) -> RankSegment:
-    return RankSegment(K)
-
-
 def exact_rank_evaluation(weights, delta: float, *, hessian: bool = False) -> TVEvaluation:
-    """Exact acceptance, TV, gradient (and Hessian) of RASS with the given rank weights.
-
-    Notes
-    -----
-    See :func:`rass_theory.optimize.mixture_tv.evaluate_tv`; ``grad_j = b_j(A)`` with
-    ``A = {f > g_w}`` (proofs/P4-weight-program.md, P4.1-P4.2).
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    K = w.size
-    return evaluate_tv([_segment(K)], w, float(delta), window=default_window(delta, K), hessian=hessian)
+    """Exact acceptance, TV, gradient (and Hessian) of RASS: :func:`rass_theory.exact.segments.rass_evaluation`."""
+    return rass_evaluation(weights, delta, hessian=hessian)
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ class ThresholdUpperSegment:
 def threshold_segments(K: int, t: float):
     """The two segments of the threshold-rank family (``t = inf``: RASS itself)."""
     if not np.isfinite(t):
-        from .rank_weights import RankSegment
+        from rass_theory.exact.segments import RankSegment
 
         return [RankSegment(K)]
     return [ThresholdLowerSegment(K, t), ThresholdUpperSegment(K, t)]

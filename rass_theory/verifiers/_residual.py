@@ -4,8 +4,8 @@
 per-row grid, which costs about a millisecond per rejected row.  In the exactness harness (and
 whenever a batch has a single ``delta`` and one weight vector) every row has the *same* residual
 law, so the crossings are found once (by the exact module, on one row), a cumulative table of
-the residual CDF is built once, and each row is then solved by a few safeguarded Newton steps
-started from the table.  The result is the same inverse CDF to ``~1e-13`` (tested against
+the residual CDF is built once, and each row is then solved by a few root-finder steps
+refined inside the table's bracket by the engine's root finder.  The result is the same inverse CDF to ``~1e-13`` (tested against
 ``sample_residual``), at a cost of a few vectorised evaluations per row.
 """
 from __future__ import annotations
@@ -15,40 +15,27 @@ import functools
 import numpy as np
 from scipy.special import ndtr
 
+from rass_theory.exact._roots import bracketed_roots
+from rass_theory.exact._window import HALF_WIDTH
+
 
 __all__ = ["SharedResidual", "rass_shared_residual", "policy_shared_residual"]
 
-_TAIL = 12.0  # residual mass beyond delta +- 12 is below Phi(-12) ~ 2e-33
+# the residual is below f, whose mass beyond the engine's window is below Phi(-L) (exact._window)
+_TAIL = HALF_WIDTH
 _KNOTS = 1024  # table points per positive interval
-_EPS = np.finfo(np.float64).eps
 
 
-def _safeguarded_newton(x, lo, hi, active, excess, density, max_iter: int = 60):
-    """Solve ``excess(x) = 0`` per entry inside brackets ``[lo, hi]``, in place on ``x``.
+def _solve_in_brackets(x, lo, hi, active, excess):
+    """Solve ``excess(x, rows) = 0`` (increasing in ``x``) inside ``[lo, hi]`` for the active entries.
 
-    ``excess(xa, rows)`` is increasing in ``x`` with derivative ``density(xa)``; ``rows`` is the
-    boolean mask of the entries still active.  Newton steps that leave the bracket are replaced
-    by bisection; an entry stops when a step is below ``1e-13 (1 + |x|)`` or its bracket is a few
-    ulps wide.
+    ``rows`` are the integer indices of the entries being evaluated; inactive entries keep ``x``.
+    The root finder is the engine's (:func:`rass_theory.exact._roots.bracketed_roots`).
     """
-    for _ in range(max_iter):
-        if not np.any(active):
-            break
-        xa = x[active]
-        F = excess(xa, active)
-        below = F < 0
-        la = np.where(below, xa, lo[active])
-        ha = np.where(below, hi[active], xa)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            step = xa - F / density(xa)
-        tol = 1e-13 * (1.0 + np.abs(xa))
-        converged = np.isfinite(step) & (np.abs(step - xa) <= tol)
-        bad = ~np.isfinite(step) | (step < la) | (step > ha)
-        new = np.where(bad & ~converged, la + 0.5 * (ha - la), step)
-        done = converged | (ha - la <= 4 * _EPS * (1.0 + np.abs(xa)))
-        x[active], lo[active], hi[active] = new, la, ha
-        idx = np.flatnonzero(active)
-        active[idx[done]] = False
+    idx = np.flatnonzero(active)
+    if idx.size:
+        x[idx] = bracketed_roots(lambda xa, j: excess(xa, idx[j.astype(np.intp)]), lo[idx], hi[idx],
+                                 args=(np.arange(idx.size),))
     return x
 
 
@@ -71,8 +58,8 @@ class SharedResidual:
     On a positive interval ``[a, b]`` the residual CDF is
     ``R(x) = R(a) + [D(x) - D(a)] - [E(x) - E(a)]``, ``D(x) = Phi(x - delta) - Phi(x)``,
     ``E = G - Phi`` (proof ``P7-selected-law``); a table of ``R`` at 1024 points per interval
-    gives a bracket and a starting point, then Newton with ``R' = f - g`` (bisection when a step
-    leaves the bracket) runs until the step is below ``1e-13 (1 + |x|)``.
+    gives a bracket, refined by :func:`rass_theory.exact._roots.bracketed_roots` to
+    ``8 eps (1 + |x|)``.
     """
 
     def __init__(self, delta, log_ratio, cdf_excess, bounds, positive):
@@ -118,12 +105,6 @@ class SharedResidual:
         d = np.where(left, ndtr(x - self.delta) - ndtr(x), ndtr(-x) - ndtr(self.delta - x))
         return d - self.cdf_excess(x)
 
-    def _density(self, x):
-        """``f(x) - g(x) = phi(x) (expm1(delta x - delta^2/2) - expm1(log(g/phi)))``."""
-        with np.errstate(over="ignore", invalid="ignore"):
-            return np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi) * (np.expm1(self.delta * x - 0.5 * self.delta ** 2)
-                                         - np.expm1(self.log_ratio(x)))
-
     def sample(self, u) -> np.ndarray:
         """Return ``R^{-1}(u TV) `` for uniforms ``u (m,)`` (monotone in ``u``)."""
         u = np.asarray(u, dtype=np.float64)
@@ -141,31 +122,16 @@ class SharedResidual:
         def excess(xa, rows):
             return anchor[rows] + self._level(xa) - t[rows]
 
-        return _safeguarded_newton(x, lo, hi, ~flat, excess, self._density)
+        return _solve_in_brackets(x, lo, hi, ~flat, excess)
 
 
 @functools.lru_cache(maxsize=256)
 def _rass_cached(weights_key: tuple, delta: float) -> SharedResidual:
     from ..exact import batch as eb
-    from ..exact.order_stats import mixture_cdf_excess, mixture_density_excess, mixture_log_density_ratio
 
     w = np.asarray(weights_key, dtype=np.float64)
     ri = eb.residual_intervals(w, np.array([delta]))
-    if isinstance(ri, tuple):  # some versions also return the law's callables
-        ri = ri[0]
-
-    def log_ratio(x):
-        ex = mixture_density_excess(w, x)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.log1p(np.maximum(ex, -1.0))
-        need = ex < -0.5
-        if np.any(need):
-            out = np.where(need, mixture_log_density_ratio(w, x), out)
-        return out
-
-    def cdf_excess(x):
-        return mixture_cdf_excess(w, x)
-
+    log_ratio, cdf_excess = eb._rass_callables(w)
     return SharedResidual(delta, log_ratio, cdf_excess, ri.bounds[0], ri.positive[0])
 
 
@@ -241,7 +207,7 @@ class DGRSFinalResidual:
     :func:`rass_theory.exact.dgrs.levels`, proof ``P3-dgrs-closed-form``), so its survival
     function is ``S(x) = a_K Q(x - delta) - b_K Q(x)``, ``Q = 1 - Phi``.  A table of ``S`` on
     ``[c_K, max(c_K, delta) + 12]`` (knots dense near ``c_K``, where the density vanishes) gives a
-    bracket per row, refined by safeguarded Newton to ``1e-13 (1 + |x|)``.  Used for
+    bracket per row, refined by the engine's root finder to ``8 eps (1 + |x|)``.  Used for
     ``delta >= 0.01``; below, ``a_K`` and ``b_K`` grow like ``1/delta`` and the per-row sampler of
     :mod:`rass_theory.exact.dgrs` (which uses the small-``delta`` limit forms) is used instead.
     """
@@ -263,9 +229,6 @@ class DGRSFinalResidual:
     def _sf(self, x):
         return self.a * ndtr(self.delta - x) - self.b * ndtr(-x)
 
-    def _pdf(self, x):
-        return (self.a * np.exp(-0.5 * (x - self.delta) ** 2) - self.b * np.exp(-0.5 * x * x)) / np.sqrt(2 * np.pi)
-
     def sample(self, u) -> np.ndarray:
         """Return ``S^{-1}(1 - u)`` for uniforms ``u (m,)`` in ``[0, 1)``."""
         y = 1.0 - np.asarray(u, dtype=np.float64)
@@ -280,7 +243,7 @@ class DGRSFinalResidual:
         def excess(xa, rows):  # increasing in x
             return y[rows] - self._sf(xa)
 
-        return _safeguarded_newton(x, lo, hi, s_lo > s_hi, excess, self._pdf)
+        return _solve_in_brackets(x, lo, hi, s_lo > s_hi, excess)
 
 
 @functools.lru_cache(maxsize=256)
