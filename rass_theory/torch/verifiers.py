@@ -42,7 +42,7 @@ from . import _math
 from ._core import TorchVerifierResult, finish, prepare
 
 __all__ = [
-    "rmc", "dgrs", "rass", "threshold", "resample",
+    "rmc", "dgrs", "rass", "threshold", "resample", "optimal_list",
     "RMCVerifier", "DGRSVerifier", "RASSVerifier", "ThresholdVerifier", "ResampleVerifier",
     "TorchVerifierResult",
 ]
@@ -510,3 +510,10 @@ class ResampleVerifier(_TorchVerifier):
 def resample() -> ResampleVerifier:
     """Torch verifier that samples the target kernel directly. See :class:`ResampleVerifier`."""
     return ResampleVerifier()
+
+
+def optimal_list():
+    """Torch verifier whose acceptance is the list-coupling bound (:mod:`rass_theory.torch.optimal_list`)."""
+    from .optimal_list import optimal_list as make
+
+    return make()

@@ -1,0 +1,201 @@
+"""Torch twin of the optimal list verifier (acceptance = the list-coupling bound).
+
+Same rule as :mod:`rass_theory.verifiers.optimal_list` (``proofs/P10-optimal-list-rule.md``):
+children with ``s >= t_a`` keep their score as key, a child below ``t_a`` gets with probability
+``q(s)`` a fake key drawn from ``nu ~ phi q`` on ``(-inf, t_a)``, the largest key is selected,
+accepted w.p. ``min(1, f/g*)`` and otherwise corrected by an inverse-CDF draw from
+``(f - g*)_+`` on ``[t*, inf)``.
+
+Device work: projection, selection, acceptance, the residual draw (fixed-iteration bisection)
+and the rebuild run on the inputs' device, all scalar decisions in float64 whatever the input
+dtype.  Two things synchronise with the host, unlike the RASS twin: the per-row constants
+(``t_a``, ``t_lo``, ``t*``; root finding) are solved on the host by
+:func:`rass_theory.verifiers.optimal_list.rule_params` from the batch's deltas (one copy of
+``n`` floats), and the fake keys are drawn by rejection sampling, whose loop checks on the host
+whether every key is done (one check per round, about three rounds).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .._validation import check_delta, check_K
+from ._core import finish, prepare
+
+__all__ = ["OptimalListVerifier", "optimal_list"]
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_F64 = torch.float64
+
+
+def _log_ndtr(x):
+    return torch.special.log_ndtr(x)
+
+
+def _ndtri_exp(lp: torch.Tensor) -> torch.Tensor:
+    """``Phi^{-1}(exp(lp))`` for ``lp <= 0``: ``ndtri`` where ``exp(lp) > 1e-300``, else Newton.
+
+    Newton on ``log Phi(x) = lp`` from the asymptotic start
+    ``-sqrt(-2 lp - log(-2 lp) - log 2 pi)`` (8 steps; quadratic convergence in the far tail).
+    """
+    direct = torch.special.ndtri(torch.exp(lp).clamp(min=1e-300))
+    far = lp < math.log(1e-300)
+    y = -2.0 * lp.clamp(max=-690.0)
+    x = -torch.sqrt(y - torch.log(y) - 2 * _LOG_SQRT_2PI)
+    for _ in range(8):
+        lpx = _log_ndtr(x)
+        x = x - (lpx - lp) * torch.exp(lpx + 0.5 * x * x + _LOG_SQRT_2PI)
+    return torch.where(far, x, direct)
+
+
+class _Params:
+    """Per-row rule constants on the device (float64 tensors; shape (n,) or (1,) when shared)."""
+
+    def __init__(self, host, device):
+        def t(name):
+            return torch.as_tensor(np.asarray(getattr(host, name), dtype=np.float64), device=device)
+
+        self.K, self.delta, self.t_keep, self.t_star = t("K"), t("delta"), t("t_keep"), t("t_star")
+        self.log_c, self.log_M, self.log_rejection = t("log_c"), t("log_M"), t("log_rejection")
+
+    def take(self, rows):
+        out = object.__new__(_Params)
+        for k, v in vars(self).items():
+            setattr(out, k, v if v.shape[0] == 1 else v[rows])
+        return out
+
+    def column(self):
+        out = object.__new__(_Params)
+        for k, v in vars(self).items():
+            setattr(out, k, v[:, None])
+        return out
+
+
+def _fake_probability(p, s):
+    """``q(s) = (m - a)/(M - a)`` below ``t_a`` (``0`` above); see ``optimize.list_rule.fake_probability``."""
+    K, delta, lc = p.K, p.delta, p.log_c
+    big_M = torch.exp(p.log_M)
+    m = torch.exp(delta * s - (0.5 * delta * delta + torch.log(K) + (K - 1) * lc))
+    cdf = torch.special.ndtr(s)
+    a = cdf ** (K - 1) * torch.exp(-(K - 1) * lc)
+    den = big_M - a
+    q = (m - a) / den
+    limit = 1.0 - delta * cdf * torch.exp(0.5 * s * s + _LOG_SQRT_2PI) / torch.clamp(K - 1, min=1.0)
+    q = torch.where(den.abs() < 1e-7 * big_M, limit, q)
+    q = torch.where(delta == 0, torch.ones_like(q), q)
+    q = torch.nan_to_num(q, nan=0.0).clamp(0.0, 1.0)
+    return torch.where(s < p.t_keep, q, torch.zeros_like(q))
+
+
+def _fake_keys(p, gen, size: int, device, rounds: int = 4, max_loops: int = 100_000):
+    """``size`` draws from ``nu ~ phi q`` on ``(-inf, t_a)`` by rejection (``rounds`` proposals per loop)."""
+    out = torch.empty(size, dtype=_F64, device=device)
+    pending = torch.arange(size, device=device)
+    shared = p.delta.shape[0] == 1
+    for _ in range(max_loops):
+        m = pending.numel()
+        if m == 0:
+            return out
+        pp = p if shared else p.take(pending)
+        lc = pp.log_c[:, None] if not shared else pp.log_c
+        u = 1.0 - torch.rand((2, m, rounds), generator=gen, dtype=_F64, device=device)   # (0, 1]
+        x = _ndtri_exp(lc + torch.log(u[0]))
+        q = _fake_probability(pp.column() if not shared else pp, x)
+        ok = (1.0 - u[1]) < q                                       # P = q
+        first = torch.argmax(ok.to(torch.int8), dim=1)
+        got = ok.any(dim=1)
+        out[pending[got]] = x[got, first[got]]
+        pending = pending[~got]
+    raise RuntimeError(f"fake-key rejection sampler did not finish in {max_loops} loops")
+
+
+def _log_E(x, K, delta):
+    """``log(Phi(x)^K - Phi(x - delta))`` in tail-safe form (``optimize.list_rule._log_E``)."""
+    left = x < 0
+    xl, xr = torch.clamp(x, max=0.0), torch.clamp(x, min=0.0)
+    L1 = torch.where(left, K * _log_ndtr(xl), _log_ndtr(delta - xr))
+    lq = _log_ndtr(-xr)
+    q = torch.exp(lq)
+    safe = q > 1e-300
+    ratio = torch.where(safe, -torch.expm1(K * torch.log1p(-q)) / torch.where(safe, q, torch.ones_like(q)), K)
+    L2 = torch.where(left, _log_ndtr(xl - delta), lq + torch.log(ratio))
+    return L1 + torch.log(-torch.expm1(L2 - L1))
+
+
+def _residual(p, u):
+    """Inverse-CDF draws from ``(f - g*)_+ / (1 - alpha*)``: bisection on ``log E(x) = log(1-u) + log E(t*)``."""
+    target = torch.log1p(-u.clamp(max=1.0 - 2.0 ** -53)) + p.log_rejection
+    lo = p.t_star.expand_as(u).clone()
+    hi = torch.maximum(p.delta - _ndtri_exp(target), lo)
+    for _ in range(64 + 12):                         # bracket width <= 2^12 -> below one ulp
+        mid = 0.5 * (lo + hi)
+        v = torch.nan_to_num(_log_E(mid, p.K, p.delta) - target, nan=-1e3)
+        up = v > 0                                   # log E decreasing: root lies above mid
+        lo = torch.where(up, mid, lo)
+        hi = torch.where(up, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+class OptimalListVerifier:
+    """Torch verifier of the optimal list rule; acceptance ``alpha*(K, delta)``.
+
+    Notes
+    -----
+    See the module docstring and :class:`rass_theory.verifiers.OptimalListVerifier`.  Random
+    numbers (float64, from the batch's generator): ``(n, 2 + K)`` up front (accept, residual,
+    keep decisions), then ``2 x 4`` per pending fake key per rejection round.
+    """
+
+    name = "optimal_list"
+    K = None
+    backend = "torch"
+
+    def expected_acceptance(self, K, delta):
+        """``alpha*(K, delta)``, attained by the rule."""
+        from ..optimize.list_rule import optimal_list_rule
+        return float(optimal_list_rule(check_K(K), check_delta(delta)).acceptance)
+
+    def __repr__(self):
+        return "rass_theory.torch.optimal_list.OptimalListVerifier()"
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        from ..verifiers.optimal_list import rule_params
+
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        n, K, device, gen = batch.n, batch.K, batch.device, batch.generator
+        u = torch.rand((n, 2 + K), generator=gen, dtype=_F64, device=device)
+        delta = torch.where(batch.degenerate, torch.zeros_like(batch.delta), batch.delta).to(_F64)
+        host = rule_params(K, delta.detach().cpu().numpy()) if n else None
+        s = batch.s.to(_F64)
+        chosen = torch.zeros(n, dtype=torch.int64, device=device)
+        if n == 0:
+            return finish(batch, chosen, torch.ones(0, dtype=torch.bool, device=device), s[:, 0])
+        p = _Params(host, device)
+        col = p if p.delta.shape[0] == 1 else p.column()
+        fake = u[:, 2:] < _fake_probability(col, s)
+        keys = s.clone()
+        idx = torch.nonzero(fake)
+        if idx.numel():
+            keys[idx[:, 0], idx[:, 1]] = _fake_keys(p.take(idx[:, 0]), gen, idx.shape[0], device)
+        child = torch.argmax(keys, dim=1)
+        child = torch.where(batch.degenerate, chosen, child)                  # degenerate: child 0
+        s_sel = s.gather(1, child[:, None])[:, 0]
+        above = s_sel >= p.t_keep
+        log_ratio = torch.where(above, p.delta * s_sel - 0.5 * p.delta ** 2 - torch.log(p.K)
+                                - (p.K - 1) * _log_ndtr(s_sel), torch.zeros_like(s_sel))
+        accepted = (torch.log(u[:, 0]) < log_ratio) | batch.degenerate
+        if device.type == "cpu":
+            rows = torch.nonzero(~accepted)[:, 0]
+            new_s = s_sel.clone()
+            if rows.numel():
+                new_s[rows] = _residual(p.take(rows), u[rows, 1])
+        else:
+            new_s = torch.where(accepted, s_sel, _residual(p, u[:, 1]))
+        return finish(batch, child, accepted, new_s)
+
+
+def optimal_list() -> OptimalListVerifier:
+    """Torch verifier whose acceptance is the list-coupling bound (see :class:`OptimalListVerifier`)."""
+    return OptimalListVerifier()
