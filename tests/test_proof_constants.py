@@ -213,3 +213,36 @@ class TestS1KolmogorovBranches:
 
         d = max(abs(cdf(x) - stats.norm.cdf(x)) for x in np.linspace(-4, 4, 801))
         assert d == pytest.approx(0.125, abs=2e-4)
+
+
+class TestStatedValues:
+    """Values quoted in P6.4 and P8.3."""
+
+    def test_dgrs_small_delta_slope(self):
+        from rass_theory.exact import rejection_probability
+
+        p1 = mp.npdf(0)  # P3.5: t_1 = 0, p_k = phi(t_k) - t_k Q(t_k), t_{k+1} = t_k + p_k
+        t2 = p1
+        p2 = mp.npdf(t2) - t2 * (1 - mp.ncdf(t2))
+        assert mp.nstr(p2, 5) == "0.2308"
+        assert p1 == pytest.approx(1 / math.sqrt(2 * math.pi), rel=1e-15)
+        assert rejection_probability("dgrs", 2, 1e-8) / 1e-8 == pytest.approx(float(p2), rel=1e-7)
+
+    def test_bound_and_rass_values_of_p8(self):
+        import rass_theory as rt
+        from rass_theory.exact.bound import acceptance_bound
+
+        assert acceptance_bound(4, 1.0) == pytest.approx(0.924197, abs=5e-7)
+        assert acceptance_bound(2, 0.5) == pytest.approx(0.970496, abs=5e-7)
+        assert acceptance_bound(8, 1.0) == pytest.approx(0.981710, abs=5e-7)
+        assert rt.optimal_rank_weights(4, 1.0).acceptance == pytest.approx(0.895863, abs=5e-7)
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("K,delta,value", [(2, 0.5, 0.965516), (8, 1.0, 0.970895)])
+    def test_threshold_optimum_below_the_bound_at_small_delta(self, K, delta, value):
+        from rass_theory.exact.bound import acceptance_bound
+        from rass_theory.optimize.policies import optimal_threshold_policy
+
+        acc = optimal_threshold_policy(K, delta).acceptance
+        assert acc == pytest.approx(value, abs=5e-7)
+        assert acc < acceptance_bound(K, delta) - 1e-3  # the family falls short of the bound (P8.3)
