@@ -10,6 +10,7 @@ import numpy as np
 from ..plot.table import concat
 from .builder import SectionContext, SectionUnavailable, unavailable_from
 from .document import Note, Paragraph, TableBlock
+from .learned import section_learned
 
 __all__ = ["SECTIONS"]
 
@@ -301,4 +302,5 @@ SECTIONS = {
     "exactness": ("Exactness certificate", section_exactness),
     "power": ("Power of the exactness harness", section_power),
     "diffusion": ("Gaussian-mixture speedups", section_diffusion),
+    "learned": ("Learned model: 8x8 digits", section_learned),
 }

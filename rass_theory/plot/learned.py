@@ -1,0 +1,134 @@
+"""The learned 8x8-digits model: speedup runs, sample grids, delta histograms per depth.
+
+Data come from :func:`digits_speedup_data`, which runs the torch tree sampler
+(:func:`rass_theory.diffusion.torch_sampler.speculative_sample_torch`) on the shipped
+:func:`rass_theory.models.digits_flow` model and predicts every arm's speedup from its own delta
+trace with :func:`rass_theory.diffusion.predict_speedup`.  Speedup bars reuse
+:func:`rass_theory.plot.diffusion.plot_gm_speedup`.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .._validation import check_positive_int
+from ._common import Progress
+from .exactness import derive_seed
+from .style import new_figure, style_context
+from .table import Table
+
+__all__ = ["digits_speedup_data", "digits_arms", "plot_sample_grids", "plot_delta_histograms"]
+
+
+def digits_arms(trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "threshold"), rmc_chains=True):
+    """Arms ``(verifier, K, L, budget)``: each verifier on each tree, and RMC chains.
+
+    RMC (single draft, ``K = 1``) runs as a chain of the tree's depth (``budget="tree"``) and as the
+    chain with as many target-evaluated nodes per round as the tree (``1 + K + ... + K^(L-1)``,
+    ``budget="target_nodes"``), the papers' budget matching.
+    """
+    from ..diffusion import TreeShape, matched_chain
+
+    arms = []
+    for K, L in trees:
+        for v in verifiers:
+            arms.append((v, int(K), int(L), "tree"))
+    if rmc_chains:
+        depths = sorted({int(L) for _, L in trees})
+        for L in depths:
+            arms.append(("rmc", 1, L, "tree"))
+        for K, L in trees:
+            chain = matched_chain(TreeShape.uniform(int(K), int(L)), "target_nodes")
+            arms.append(("rmc", 1, chain.depth, "target_nodes"))
+    return list(dict.fromkeys(arms))
+
+
+def digits_speedup_data(*, trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "threshold"), rmc_chains=True,
+                        n_samples=1000, n_steps=30, churn=0.06, prefetch="nearest", seed=0, device="cpu",
+                        model=None, progress=None, keep_runs=False):
+    """Run every arm on the digits model; measured and trace-predicted speedups.
+
+    Arm ``j`` uses seed ``derive_seed(seed, 4000 + j)``.
+
+    Returns
+    -------
+    Table or (Table, dict)
+        Columns ``verifier, K, L, budget, speedup, speedup_se, predicted_speedup, z,
+        speedup_mean_of_ratios, acceptance_depth0, wall_s, n_samples``; with ``keep_runs`` also
+        ``{(verifier, K, L): SpeculativeResult}``.
+    """
+    from ..diffusion import predict_speedup
+    from ..diffusion.torch_sampler import speculative_sample_torch
+    from ..models import digits_flow
+
+    n_samples = check_positive_int(n_samples, "n_samples", minimum=2)
+    model = digits_flow(device=device) if model is None else model
+    arms = digits_arms(trees, verifiers, rmc_chains)
+    prog = Progress(len(arms), progress)
+    rows, runs = [], {}
+    for j, (v, K, L, budget) in enumerate(arms):
+        t0 = time.perf_counter()
+        run = speculative_sample_torch(model, v, K=K, L=L, n_samples=n_samples, n_steps=n_steps, churn=churn,
+                                       rng=derive_seed(seed, 4000 + j), prefetch=prefetch)
+        wall = time.perf_counter() - t0
+        pred = predict_speedup(run)
+        rows.append({"verifier": v, "K": str(K), "L": L, "budget": budget, "speedup": run.speedup,
+                     "speedup_se": run.speedup_se, "predicted_speedup": float(pred.predicted_speedup),
+                     "z": float(pred.z), "speedup_mean_of_ratios": run.speedup_mean_of_ratios,
+                     "acceptance_depth0": float(run.acceptance_by_depth()[0]), "wall_s": wall,
+                     "n_samples": n_samples})
+        if keep_runs:
+            runs[(v, K, L)] = run
+        prog.step()
+    table = Table.from_records(rows, meta={"model": "digits_flow", "n_steps": n_steps, "churn": churn,
+                                           "prefetch": prefetch, "seed": seed, "device": str(device)})
+    return (table, runs) if keep_runs else table
+
+
+def _mosaic(samples, n_side):
+    from ..models.digits import to_pixels
+
+    x = to_pixels(np.asarray(samples, dtype=float)[: n_side * n_side]).reshape(-1, 8, 8)
+    out = np.full((n_side * 9 - 1, n_side * 9 - 1), np.nan)
+    for i, img in enumerate(x):
+        r, c = divmod(i, n_side)
+        out[r * 9: r * 9 + 8, c * 9: c * 9 + 8] = img
+    return out
+
+
+def plot_sample_grids(panels, *, n_side: int = 8):
+    """One mosaic of ``n_side^2`` digits per ``(title, samples)`` panel (normalised 64-dim states)."""
+    panels = list(panels)
+    with style_context():
+        fig, axes = new_figure(1, len(panels), width=2.6 * len(panels), height=2.9, squeeze=False)
+        for ax, (title, samples) in zip(axes[0], panels):
+            ax.imshow(_mosaic(samples, n_side), cmap="gray_r", vmin=0, vmax=16, interpolation="nearest")
+            ax.set_title(title)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.grid(False)
+    return fig
+
+
+def plot_delta_histograms(run, *, title: str | None = None):
+    """Histogram of the recorded deltas at each tree depth, with the acceptance rate per depth."""
+    deltas = run.deltas_by_depth()
+    acc = run.acceptance_by_depth()
+    with style_context():
+        fig, ax = new_figure(1, 1, width=5.2, height=3.2)
+        top = max((float(np.quantile(d, 0.995)) for d in deltas if d.size), default=1.0)
+        bins = np.linspace(0.0, max(top, 1e-3), 41)
+        for j, d in enumerate(deltas):
+            if d.size:
+                ax.hist(np.clip(d, 0, bins[-1]), bins=bins, histtype="step", linewidth=1.3, density=True,
+                        label=f"depth {j}: n = {d.size:,}, median {np.median(d):.2f}, accepted {acc[j]:.2f}")
+        ax.set_xlabel("delta = ||mu_target - mu_draft|| / sigma")
+        ax.set_ylabel("density")
+        ax.legend(loc="upper right")
+        if title:
+            ax.set_title(title)
+        elif math.isfinite(run.speedup):
+            ax.set_title(f"{run.verifier} {run.shape.label()}: deltas met per depth")
+    return fig
