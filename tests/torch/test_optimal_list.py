@@ -1,0 +1,99 @@
+"""Torch twin of the optimal list verifier: contract, dtype/device, acceptance at the bound,
+agreement with the NumPy rule (residual draws, fake-key law), harness at defaults (slow)."""
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+import rass_theory as rt
+from rass_theory.optimize import list_rule as lr
+from rass_theory.torch import optimal_list as tol
+from rass_theory.torch import verifiers as tv
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def node_batch(n, K, d, delta, *, dtype=torch.float64, device="cpu", sigma=1.3, seed=0):
+    g = torch.Generator(device=device).manual_seed(seed)
+    mu_draft = torch.randn(d, generator=g, dtype=dtype, device=device).expand(n, d).contiguous()
+    e = torch.randn(d, generator=g, dtype=dtype, device=device)
+    e = e / torch.linalg.vector_norm(e)
+    delta = torch.as_tensor(delta, dtype=dtype, device=device)
+    mu_target = mu_draft + sigma * (delta.reshape(-1, 1) if delta.ndim else delta) * e
+    children = mu_draft[:, None, :] + sigma * torch.randn(n, K, d, generator=g, dtype=dtype, device=device)
+    return children, mu_draft, mu_target, sigma, e
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("K,delta", [(4, 1.0), (2, 0.5), (1, 1.0)])
+def test_contract_dtype_device_acceptance(device, dtype, K, delta):
+    n = 40_000
+    children, mu_d, mu_t, sigma, e = node_batch(n, K, 4, delta, dtype=dtype, device=device)
+    before = children.clone()
+    res = tv.optimal_list()(children, mu_d, mu_t, sigma, torch.Generator(device=device).manual_seed(1))
+    assert res.states.dtype == dtype and res.states.device.type == device
+    assert torch.equal(children, before)
+    acc = res.accepted
+    idx = torch.nonzero(acc)[:, 0]
+    assert torch.equal(res.states[idx], children[idx, res.child_index[idx]])
+    assert torch.all(res.child_index[~acc] == -1)
+    exact = rt.acceptance("optimal_list", K, delta)
+    se = np.sqrt(exact * (1 - exact) / n)
+    assert abs(acc.double().mean().item() - exact) < 4.5 * se + 1e-12
+    s = ((res.states - mu_t) / sigma @ e).double().cpu().numpy()
+    assert stats.kstest(s, "norm").pvalue > 1e-4
+
+
+def test_per_row_deltas_and_degenerate():
+    n, K = 30_000, 3
+    g = torch.Generator().manual_seed(2)
+    delta = torch.rand(n, generator=g, dtype=torch.float64) * 3.0
+    delta[:100] = 0.0
+    children, mu_d, mu_t, sigma, e = node_batch(n, K, 3, delta, seed=3)
+    res = tv.optimal_list()(children, mu_d, mu_t, sigma, g)
+    assert res.accepted[:100].all() and torch.all(res.child_index[:100] == 0)
+    s = (((res.states - mu_d) / sigma) @ e - delta).numpy()
+    assert stats.kstest(s, "norm").pvalue > 1e-4
+
+
+@pytest.mark.parametrize("K,delta", [(4, 1.0), (16, 2.0), (1, 0.7)])
+def test_residual_matches_numpy(K, delta):
+    rule = rt.optimal_list_rule(K, delta)
+    u = np.random.default_rng(0).random(500)
+    p = tol._Params(rule.params, torch.device("cpu"))
+    got = tol._residual(p, torch.as_tensor(u)).numpy()
+    assert np.max(np.abs(got - rule.sample_residual(u))) < 1e-9
+
+
+def test_fake_probability_and_keys_match_numpy():
+    rule = rt.optimal_list_rule(4, 0.5)
+    p = tol._Params(rule.params, torch.device("cpu"))
+    s = np.linspace(-6, rule.t_keep + 1, 2001)
+    np.testing.assert_allclose(tol._fake_probability(p, torch.as_tensor(s)).numpy(),
+                               lr.fake_probability(rule.params, s), rtol=1e-12, atol=1e-15)
+    keys = tol._fake_keys(p, torch.Generator().manual_seed(0), 40_000, torch.device("cpu")).numpy()
+    ref = lr.draw_fake_scores(rule.params, np.random.default_rng(0), 40_000)
+    assert stats.ks_2samp(keys, ref).pvalue > 1e-4
+    assert keys.max() < rule.t_keep
+
+
+def test_ndtri_exp_far_tail():
+    from scipy.special import ndtri_exp
+
+    lp = torch.tensor([-1.0, -50.0, -800.0, -5000.0], dtype=torch.float64)
+    np.testing.assert_allclose(tol._ndtri_exp(lp).numpy(), ndtri_exp(lp.numpy()), rtol=1e-12)
+
+
+def test_speculative_sample_torch_resolver():
+    from rass_theory.diffusion.torch_sampler import resolve_torch_verifier
+
+    assert isinstance(resolve_torch_verifier("optimal_list", 4), tol.OptimalListVerifier)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("K,delta", [(4, 0.5), (2, 0.25)])
+def test_harness_defaults_torch(K, delta):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    rep = rt.check_exactness(tv.optimal_list(), K=K, delta=delta, rng=0, backend="torch", device=device)
+    assert rep.passed, str(rep)
