@@ -93,6 +93,6 @@ def test_speculative_agrees_with_plain_and_counts_calls(request, fixture, verifi
     before = m.n_calls
     ref = plain_sample_torch(m, n, rng=1, **SCHED)
     assert m.n_calls - before == run.n_standard_steps + 2
-    res = energy_distance_test(run.samples, ref, n_permutations=199, rng=0, detectable=False)
-    assert res.pvalue > 0.001, res
+    res = energy_distance_test(run.samples, ref, n_permutations=999, rng=0, detectable=False)
+    assert res.pvalue > 0.005, res           # fixed seeds; false-fail rate 0.5 % per arm
 
