@@ -1,0 +1,137 @@
+"""The optimal list rule: acceptance minus bound on the issue's grid, solve times, verifier speed.
+
+1. ``acceptance - acceptance_bound`` per cell of K in {2, 3, 4, 8, 16} x delta in
+   {0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4}, and the relative difference of the rejections.
+2. Solve time per (K, delta): cold (``lru_cache`` cleared), warm (cached), and the vectorised
+   per-row solve of 100,000 distinct deltas.
+3. Verifier time per call against RASS (optimal weights) in the same process, n = 200,000,
+   K = 4, d = 64: one shared delta and per-row deltas ~ U(0, 3); median of ``--repeats`` calls.
+
+Run:  python bench/optimal_list.py [--repeats 5] [--out bench/results/optimal_list.md]
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import rass_theory as rt
+from rass_theory.optimize import list_rule as lr
+
+GRID_K = (2, 3, 4, 8, 16)
+GRID_DELTA = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+
+
+def gap_table():
+    lines = ["| K \\ delta | " + " | ".join(f"{d:g}" for d in GRID_DELTA) + " |",
+             "| ---: |" + " ---: |" * len(GRID_DELTA)]
+    worst, worst_cell, worst_rel, all_ok = 0.0, None, 0.0, True
+    for K in GRID_K:
+        cells = []
+        for d in GRID_DELTA:
+            rule = rt.optimal_list_rule(K, d)
+            gap = rule.acceptance - rt.acceptance_bound(K, d)
+            rej_b = rt.exact.bound.bound_rejection(K, d)
+            rel = abs(rule.rejection - rej_b) / rej_b if rej_b > 0 else 0.0
+            worst_rel = max(worst_rel, rel)
+            if abs(gap) >= abs(worst):
+                worst, worst_cell = gap, (K, d)
+            all_ok &= rule.status == "optimal"
+            cells.append(f"{gap:.1e}" if rule.status == "optimal" else f"{gap:.1e} ({rule.status})")
+        lines.append(f"| {K} | " + " | ".join(cells) + " |")
+    return lines, worst, worst_cell, worst_rel, all_ok
+
+
+def solve_times():
+    cold, warm = [], []
+    for K in GRID_K:
+        for d in GRID_DELTA:
+            lr._cached_rule.cache_clear()
+            t0 = time.perf_counter()
+            rt.optimal_list_rule(K, d)
+            t1 = time.perf_counter()
+            for _ in range(100):
+                rt.optimal_list_rule(K, d)
+            t2 = time.perf_counter()
+            cold.append(t1 - t0)
+            warm.append((t2 - t1) / 100)
+    deltas = np.random.default_rng(0).uniform(0.0, 3.0, 100_000)
+    t0 = time.perf_counter()
+    P = lr.solve_list_rule(4, deltas)
+    vec = time.perf_counter() - t0
+    assert P.converged.all()
+    return cold, warm, vec
+
+
+def _nodes(n, K, d, delta, rng):
+    mu_d = np.zeros((n, d))
+    mu_t = np.zeros((n, d))
+    mu_t[:, 0] = delta
+    children = mu_d[:, None, :] + rng.standard_normal((n, K, d))
+    return children, mu_d, mu_t
+
+
+def _median_time(verifier, args, repeats, rng):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        verifier(*args, 1.0, rng)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def speed(repeats):
+    rng = np.random.default_rng(1)
+    n, K, d = 200_000, 4, 64
+    rows = []
+    for label, delta in (("shared delta = 0.5", 0.5), ("shared delta = 1", 1.0),
+                         ("per-row delta ~ U(0, 3)", rng.uniform(0.0, 3.0, n))):
+        args = _nodes(n, K, d, delta, rng)
+        ol, ra = rt.verifiers.optimal_list(), rt.verifiers.rass()
+        ol(*args, 1.0, rng)  # warm both (solves and tables cached)
+        ra(*args, 1.0, rng)
+        t_ol = _median_time(ol, args, repeats, rng)
+        t_ra = _median_time(ra, args, repeats, rng)
+        rows.append((label, t_ol, t_ra))
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default=str(pathlib.Path(__file__).parent / "results" / "optimal_list.md"))
+    args = parser.parse_args(argv)
+    out = ["# Optimal list rule: acceptance at the bound, solve time, verifier speed", "",
+           f"`python bench/optimal_list.py --repeats {args.repeats}`; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+           f"{platform.machine()}, numpy {np.__version__}. The machine was shared with other jobs (2 cores, "
+           "several sessions), so absolute times are noisy; ratios are measured in one process, back to back.", "",
+           "## Acceptance minus bound (`optimal_list_rule(K, delta).acceptance - acceptance_bound(K, delta)`)", ""]
+    lines, worst, cell, worst_rel, all_ok = gap_table()
+    out += lines
+    out += ["", f"Worst cell: K = {cell[0]}, delta = {cell[1]:g}, acceptance - bound = {worst:.2e}; "
+            f"worst relative difference of the rejections (rule vs bound module) = {worst_rel:.2e}. "
+            + ("Every cell has status `optimal`." if all_ok else "Some cells did NOT reach status `optimal` (see table)."),
+            ""]
+    cold, warm, vec = solve_times()
+    out += ["## Solve time per (K, delta), 50 cells", "",
+            "| | median | max |", "| --- | ---: | ---: |",
+            f"| cold (cache cleared) | {1e3 * statistics.median(cold):.2f} ms | {1e3 * max(cold):.2f} ms |",
+            f"| warm (lru_cache hit) | {1e6 * statistics.median(warm):.2f} us | {1e6 * max(warm):.2f} us |",
+            "", f"Vectorised per-row solve of 100,000 distinct deltas (K = 4): {vec:.2f} s "
+            f"({1e6 * vec / 1e5:.1f} us per row).", ""]
+    out += ["## Verifier time per call, n = 200,000, K = 4, d = 64 (median of "
+            f"{args.repeats})", "", "| batch | optimal_list | RASS (optimal weights) | ratio |",
+            "| --- | ---: | ---: | ---: |"]
+    for label, t_ol, t_ra in speed(args.repeats):
+        out.append(f"| {label} | {t_ol:.3f} s | {t_ra:.3f} s | {t_ol / t_ra:.2f} |")
+    text = "\n".join(out) + "\n"
+    print(text)
+    pathlib.Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
