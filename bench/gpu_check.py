@@ -18,6 +18,10 @@ Sections (each guarded: a failure is recorded in the JSON and the script goes on
    ``10**7`` samples (``--quick``: ``10**4``) and the ported mutant ``single_draft_residual``,
    which must fail.
 
+6. ``digits``: the torch tree sampler (RASS K=4, L=3) and the plain chain on the shipped
+   ``rass_theory.models.digits_flow`` model on the device: speedup, wall times, and on CUDA the
+   host synchronisations counted with ``set_sync_debug_mode("warn")`` against the loop rounds.
+
 A time budget (``--budget-s``, default 420 s) skips the remaining throughput cells when spent.
 """
 from __future__ import annotations
@@ -188,6 +192,40 @@ def exactness(device, quick):
     return out
 
 
+def digits(device, quick):
+    """Torch tree sampler on the shipped digits model: speedup, wall time, host syncs per round."""
+    import warnings
+
+    import torch
+    from rass_theory.diffusion.torch_sampler import plain_sample_torch, speculative_sample_torch
+    from rass_theory.models import digits_flow
+    n = 100 if quick else 1000
+    model = digits_flow(device=device)
+    speculative_sample_torch(model, "rass", K=4, L=3, n_samples=8, rng=0)         # warm-up
+    _sync(device)
+    t0 = time.perf_counter()
+    plain = plain_sample_torch(model, n, rng=1)
+    _sync(device)
+    t_plain = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if device.type == "cuda":
+        torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run = speculative_sample_torch(model, "rass", K=4, L=3, n_samples=n, rng=2)
+    finally:
+        if device.type == "cuda":
+            torch.cuda.set_sync_debug_mode("default")
+    _sync(device)
+    syncs = sum("synchroniz" in str(w.message) for w in caught)
+    loops = 1 + int((run.rounds.trajectory[1:] <= run.rounds.trajectory[:-1]).sum())
+    return {"n": n, "speedup": run.speedup, "speedup_se": run.speedup_se, "plain_seconds": round(t_plain, 3),
+            "speculative_seconds": round(time.perf_counter() - t0, 3), "device": run.extra["device"],
+            "loop_rounds": loops, "host_syncs": syncs if device.type == "cuda" else None,
+            "plain_mean_pixel": float(plain.mean()), "speculative_mean_pixel": float(run.samples.mean())}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda, cuda:0 or cpu")
@@ -225,6 +263,7 @@ def main(argv=None):
         section("tests", run_tests, device, args.quick, 300 if not args.quick else 120)
     section("sync_free", sync_free, device)
     section("exactness", exactness, device, args.quick)
+    section("digits", digits, device, args.quick)
     section("throughput", throughput, device, args.quick, args.children_gb, deadline)
     report["total_seconds"] = round(time.perf_counter() - t_start, 1)
     ok = [report.get("tests", {}).get("passed", True) if not args.skip_tests else True,

@@ -353,8 +353,13 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
         y, committed_t, v_new, exact_new, src_new, records = out
         x[act] = y
         v_frozen[act] = v_new
-        host = torch.stack([committed_t, exact_new.long(), src_new]).cpu().numpy()   # the round's one sync
-        _raise_pending(target)
+        pending = target.pop_pending() if hasattr(target, "pop_pending") else None
+        parts = [committed_t, exact_new.long(), src_new]
+        if pending is not None:
+            parts.append(pending[0].long().expand(committed_t.shape[0]))
+        host = torch.stack(parts).cpu().numpy()            # the round's one synchronisation
+        if pending is not None and host[3, 0]:
+            raise target.nonfinite_error(pending[1])
         committed = host[0]
         round_ids = round_counter + np.arange(active.size)
         round_counter += active.size

@@ -131,15 +131,24 @@ class VelocityModel:
             self._pending = (self._pending[0] | ~finite, self._pending[1])
         return out
 
+    def pop_pending(self):
+        """``(flag, first_call)`` of the finiteness checks not yet read, or None; resets them.
+
+        ``flag`` is a 0-d bool tensor on the device (True: some output was non-finite); a sampler
+        can copy it to the host together with its own per-round data (one synchronisation).
+        """
+        pending, self._pending = self._pending, None
+        return pending
+
+    def nonfinite_error(self, first_call) -> ModelOutputError:
+        return ModelOutputError(f"model {self.name!r}: returned non-finite velocities (NaN or inf) in a call "
+                                f"at or after {first_call}")
+
     def raise_pending(self) -> None:
         """Raise if a call since the last check returned non-finite values (reads a device flag)."""
-        if self._pending is None:
-            return
-        flag, first = self._pending
-        self._pending = None
-        if bool(flag):
-            raise ModelOutputError(f"model {self.name!r}: returned non-finite velocities (NaN or inf) in a call "
-                                   f"at or after {first}")
+        pending = self.pop_pending()
+        if pending is not None and bool(pending[0]):
+            raise self.nonfinite_error(pending[1])
 
 
 def from_velocity(fn, dim, image_shape=None, name=None, dtype=None, device=None) -> VelocityModel:

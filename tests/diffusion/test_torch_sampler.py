@@ -71,6 +71,27 @@ class TestValidation:
         with pytest.raises(ValueError, match="shape"):
             speculative_sample_torch(Bad(), "dgrs", K=2, L=2, n_samples=4, rng=0)
 
+    def test_nonfinite_model_named(self):
+        m = from_velocity(lambda x, s: x / (s[:, None] < 0.5).to(x.dtype) - x, dim=4, name="blowup")
+        with pytest.raises(ValueError, match="blowup.*non-finite"):
+            speculative_sample_torch(m, "dgrs", K=2, L=2, n_samples=4, n_steps=10, churn=0.06, rng=0)
+
+    def test_deferred_nonfinite_flag_read_at_round_end(self):
+        """Accelerator path: the model's device flag is read with the round's data and raises."""
+        class Deferred:
+            dim = 4
+
+            def velocity(self, x, s):
+                return -x
+
+            def pop_pending(self):
+                return (torch.tensor(True), "call 2")
+
+            def nonfinite_error(self, first):
+                return ValueError(f"deferred model: non-finite at or after {first}")
+        with pytest.raises(ValueError, match="non-finite at or after call 2"):
+            speculative_sample_torch(Deferred(), "dgrs", K=2, L=2, n_samples=4, rng=0)
+
     def test_verifier_contract_checked(self, gm8):
         def bad(children, mu_draft, mu_target, sigma, rng):
             n = children.shape[0]
