@@ -46,6 +46,7 @@ RULE_STYLE = {
     "rass": {"color": OKABE_ITO["blue"], "linestyle": "-", "linewidth": 1.8},
     "threshold": {"color": OKABE_ITO["bluish_green"], "linestyle": "--", "linewidth": 1.8},
     "resample": {"color": OKABE_ITO["reddish_purple"], "linestyle": "-.", "linewidth": 1.5},
+    "optimal_list": {"color": OKABE_ITO["sky_blue"], "linestyle": "-", "linewidth": 3.2, "alpha": 0.75},
     "bound": {"color": OKABE_ITO["black"], "linestyle": (0, (5, 2, 1, 2)), "linewidth": 1.3},
     "mutant": {"color": OKABE_ITO["vermillion"], "linestyle": "-", "linewidth": 1.5},
 }
@@ -57,6 +58,7 @@ RULE_LABEL = {
     "rass": "RASS (optimal weights)",
     "threshold": "threshold policy",
     "resample": "resample",
+    "optimal_list": "optimal list rule",
     "bound": "list-coupling bound",
     "mutant": "mutant",
 }

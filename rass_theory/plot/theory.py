@@ -5,7 +5,9 @@ Notes
 All values are exact (no Monte Carlo): ``rt.acceptance`` for RMC (``2 Phi(-delta/2)``, proof
 ``proofs/P-rmc``), D-GRS (``1 - prod_k Z_k``, closed-form residual masses) and RASS with optimal
 rank weights (``1 - TV(g_w*, f)``); the value-aware threshold policy from
-``rass_theory.optimize.policies.optimal_threshold_policy``; the bound
+``rass_theory.optimize.policies.optimal_threshold_policy``; the optimal list rule
+(``rt.acceptance("optimal_list", ...)``, which attains the bound,
+``proofs/P10-optimal-list-rule.md``); the bound
 ``alpha*(K, delta) = min_t [Phi(t - delta) + 1 - Phi(t)^K]`` from ``rt.acceptance_bound``.
 See DESIGN section 2.1 and ``proofs/`` for the statements.
 """
@@ -21,7 +23,7 @@ __all__ = ["ACCEPTANCE_RULES", "DEFAULT_DELTAS", "acceptance_data", "gap_data", 
            "plot_gap_to_bound", "acceptance_summary"]
 
 #: Rules :func:`acceptance_data` knows, in legend order.
-ACCEPTANCE_RULES = ("rmc", "dgrs", "rass", "threshold", "bound")
+ACCEPTANCE_RULES = ("rmc", "dgrs", "rass", "threshold", "optimal_list", "bound")
 #: Default delta grid: 0 to 4 in steps of 1/8 (contains 0.25, 0.5, 1, 1.5, 2).
 DEFAULT_DELTAS = np.round(np.arange(0, 4.0001, 0.125), 10)
 
@@ -44,6 +46,9 @@ def _rule_function(rule):
 
         rt.acceptance, rt.optimal_rank_weights  # noqa: B018 - import check
         return rass_acceptance
+    if rule == "optimal_list":
+        acc = rt.acceptance
+        return lambda K, delta: acc("optimal_list", K, delta)
     if rule == "bound":
         bound = rt.acceptance_bound
         return lambda K, delta: bound(K, delta)

@@ -86,7 +86,7 @@ def section_acceptance(ctx: SectionContext):
                 "gap_to_bound", theory.plot_gap_to_bound(gaps), data=gdata, alt="gap to the bound",
                 caption="Bound minus acceptance (K = 1 omitted: there every rule attains the bound)."))
         worst = {}
-        for r in ("dgrs", "rass", "threshold"):
+        for r in ("dgrs", "rass", "threshold", "optimal_list"):
             sub = gaps.where(rule=r)
             if len(sub):
                 worst[r] = (float(sub["gap"].max()), float(sub["gap"].min()))
