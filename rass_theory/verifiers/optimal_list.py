@@ -85,18 +85,16 @@ class OptimalListVerifier(BuiltinVerifier):
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        n, K = batch.n, batch.K
-        u = draw_uniforms(batch, 2 + K)
+        u = draw_uniforms(batch, 2 + batch.K)
         accepted = batch.degenerate.copy()
-        chosen = np.zeros(n, dtype=np.int64)
+        chosen = np.zeros(batch.n, dtype=np.int64)
         live = np.flatnonzero(~accepted)
-        if live.size == 0:
+        if live.size == 0:  # every node degenerate: child 0 is exact
             return finish(batch, chosen, accepted, np.empty(0))
-        all_live = live.size == n
-        s = batch.s if all_live else batch.s[live]
-        delta = batch.delta.astype(np.float64)
-        p = rule_params(K, delta if all_live else delta[live])
-        child = _rule.select(p, s, u[:, 2:] if all_live else u[live, 2:], batch.rng)
+        rows = slice(None) if live.size == batch.n else live  # a view when every row is live
+        s = batch.s[rows]
+        p = rule_params(batch.K, batch.delta.astype(np.float64)[rows])
+        child = _rule.select(p, s, u[rows, 2:], batch.rng)
         s_sel = s[np.arange(live.size), child]
         take = np.log(u[live, 0]) < _rule.log_accept_ratio(p, s_sel)
         chosen[live] = child
