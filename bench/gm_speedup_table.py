@@ -68,11 +68,11 @@ def arms_b(verifiers):
     return out
 
 
-def arms_b_leaves():
+def arms_b_leaves(verifiers=("rass", "dgrs")):
     """Table (b)'s tree arms with evaluate_leaves=True (the RASS paper's budget-matched runs use it)."""
     out = []
     for K, L in RASS_SHAPES:
-        for v in ("rass", "dgrs"):
+        for v in verifiers:
             out.append(dict(table="b_leaves", verifier=v, K=K, L=L, shape=TreeShape.uniform(K, L), budget="tree",
                             prefetch="nearest", protocol="paper", evaluate_leaves=True))
     return out
@@ -153,7 +153,7 @@ def run_tables(tables, n, traces, verifiers_b):
     if "c" in tables:
         arms += arms_c()
     if "bl" in tables:
-        arms += arms_b_leaves()
+        arms += arms_b_leaves([v for v in verifiers_b if v != "rmc"])
     new = not os.path.exists(path)
     with open(path, "a", newline="") as fh:
         wr = csv.DictWriter(fh, fieldnames=FIELDS)
