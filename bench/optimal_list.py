@@ -105,27 +105,26 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default=str(pathlib.Path(__file__).parent / "results" / "optimal_list.md"))
     args = parser.parse_args(argv)
-    out = ["# Optimal list rule: acceptance at the bound, solve time, verifier speed", "",
-           f"`python bench/optimal_list.py --repeats {args.repeats}`; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-           f"{platform.machine()}, numpy {np.__version__}. The machine was shared with other jobs (2 cores, "
-           "several sessions), so absolute times are noisy; ratios are measured in one process, back to back.", "",
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    intro = (f"`python bench/optimal_list.py --repeats {args.repeats}`; {stamp}, {platform.machine()}, "
+             f"numpy {np.__version__}. The machine was shared with other jobs (2 cores, several sessions), so "
+             "absolute times are noisy; ratios are measured in one process, back to back.")
+    out = ["# Optimal list rule: acceptance at the bound, solve time, verifier speed", "", intro, "",
            "## Acceptance minus bound (`optimal_list_rule(K, delta).acceptance - acceptance_bound(K, delta)`)", ""]
     lines, worst, cell, worst_rel, all_ok = gap_table()
     out += lines
-    out += ["", f"Worst cell: K = {cell[0]}, delta = {cell[1]:g}, acceptance - bound = {worst:.2e}; "
-            f"worst relative difference of the rejections (rule vs bound module) = {worst_rel:.2e}. "
-            + ("Every cell has status `optimal`." if all_ok else "Some cells did NOT reach status `optimal` (see table)."),
-            ""]
+    status = "Every cell has status `optimal`." if all_ok else "Some cells did NOT reach status `optimal` (see table)."
+    out += ["", (f"Worst cell: K = {cell[0]}, delta = {cell[1]:g}, acceptance - bound = {worst:.2e}; worst relative "
+                 f"difference of the rejections (rule vs bound module) = {worst_rel:.2e}. {status}"), ""]
     cold, warm, vec = solve_times()
     out += ["## Solve time per (K, delta), 50 cells", "",
             "| | median | max |", "| --- | ---: | ---: |",
             f"| cold (cache cleared) | {1e3 * statistics.median(cold):.2f} ms | {1e3 * max(cold):.2f} ms |",
             f"| warm (lru_cache hit) | {1e6 * statistics.median(warm):.2f} us | {1e6 * max(warm):.2f} us |",
-            "", f"Vectorised per-row solve of 100,000 distinct deltas (K = 4): {vec:.2f} s "
-            f"({1e6 * vec / 1e5:.1f} us per row).", ""]
-    out += ["## Verifier time per call, n = 200,000, K = 4, d = 64 (median of "
-            f"{args.repeats})", "", "| batch | optimal_list | RASS (optimal weights) | ratio |",
-            "| --- | ---: | ---: | ---: |"]
+            "", (f"Vectorised per-row solve of 100,000 distinct deltas (K = 4): {vec:.2f} s "
+                 f"({1e6 * vec / 1e5:.1f} us per row)."), ""]
+    out += [f"## Verifier time per call, n = 200,000, K = 4, d = 64 (median of {args.repeats})", "",
+            "| batch | optimal_list | RASS (optimal weights) | ratio |", "| --- | ---: | ---: | ---: |"]
     for label, t_ol, t_ra in speed(args.repeats):
         out.append(f"| {label} | {t_ol:.3f} s | {t_ra:.3f} s | {t_ol / t_ra:.2f} |")
     text = "\n".join(out) + "\n"

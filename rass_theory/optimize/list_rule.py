@@ -37,7 +37,7 @@ from scipy.special import log_ndtr, ndtr, ndtri, ndtri_exp
 
 from .._validation import check_delta, check_K
 
-__all__ = ["OptimalListRule", "ListRuleParams", "optimal_list_rule", "solve_list_rule", "optimal_list_acceptance"]
+__all__ = ["ListRuleParams", "OptimalListRule", "optimal_list_acceptance", "optimal_list_rule", "solve_list_rule"]
 
 _LOG_SQRT_2PI = 0.91893853320467274178
 _EPS = np.finfo(np.float64).eps
@@ -104,7 +104,7 @@ def _roots(fun, lo, hi, args):
 
     Returns ``(x, ok)``; the final bracket is ``<= 8 eps (1 + |x|)`` wide where ``ok``.
     """
-    tol = dict(xatol=4 * _EPS, xrtol=4 * _EPS, fatol=0.0, frtol=0.0)
+    tol = {"xatol": 4 * _EPS, "xrtol": 4 * _EPS, "fatol": 0.0, "frtol": 0.0}
     res = find_root(fun, (lo, np.maximum(hi, lo)), args=args, tolerances=tol, maxiter=300)
     x = np.asarray(res.x, dtype=np.float64)
     ok = np.asarray(res.success, dtype=bool) & np.isfinite(x)
@@ -142,11 +142,11 @@ class ListRuleParams:
     log_rejection: np.ndarray
     converged: np.ndarray
 
-    def take(self, rows) -> "ListRuleParams":
+    def take(self, rows) -> ListRuleParams:
         """The parameters of the given rows (index array or boolean mask)."""
         return ListRuleParams(*(getattr(self, f)[rows] for f in self.__dataclass_fields__))
 
-    def column(self) -> "ListRuleParams":
+    def column(self) -> ListRuleParams:
         """The parameters as ``(n, 1)`` columns, to broadcast against ``(n, K)`` scores."""
         return ListRuleParams(*(getattr(self, f)[:, None] for f in self.__dataclass_fields__))
 

@@ -60,7 +60,7 @@ def test_per_row_deltas_exact_law(nodes, rng):
 def test_few_distinct_deltas_use_cached_rules(nodes, rng):
     n, K, d = 30_000, 3, 4
     delta = np.repeat([0.25, 1.0, 2.0], n // 3)
-    children, mu_d, mu_t, sigma, e = nodes.build(n, K, d, delta, rng, same_mean=False)
+    children, mu_d, mu_t, sigma, _e = nodes.build(n, K, d, delta, rng, same_mean=False)
     res = optimal_list()(children, mu_d, mu_t, sigma, rng)
     for v in (0.25, 1.0, 2.0):
         rows = delta == v
@@ -69,13 +69,13 @@ def test_few_distinct_deltas_use_cached_rules(nodes, rng):
 
 
 def test_degenerate_rows_accept_child0(nodes, rng):
-    children, mu_d, mu_t, sigma, e = nodes.build(100, 3, 4, 0.0, rng)
+    children, mu_d, mu_t, sigma, _e = nodes.build(100, 3, 4, 0.0, rng)
     res = optimal_list()(children, mu_d, mu_t, sigma, rng)
     assert res.accepted.all() and np.all(res.child_index == 0)
 
 
 def test_float32_and_fresh_orthogonal(nodes, rng):
-    children, mu_d, mu_t, sigma, e = nodes.build(5000, 4, 5, 1.5, rng, dtype=np.float32)
+    children, mu_d, mu_t, sigma, _e = nodes.build(5000, 4, 5, 1.5, rng, dtype=np.float32)
     res = optimal_list(orthogonal="fresh")(children, mu_d, mu_t, sigma, rng)
     assert res.states.dtype == np.float32
     assert check_contract(res, children) == []
