@@ -21,7 +21,8 @@ def test_quick_report_end_to_end(tmp_path):
     md = (out / "index.md").read_text()
     html = (out / "index.html").read_text()
     for title in ("Acceptance and the bound", "Optimal rank weights", "Predicted speedup for draft trees",
-                  "Exactness certificate", "Power of the exactness harness", "Gaussian-mixture speedups"):
+                  "Exactness certificate", "Power of the exactness harness", "Gaussian-mixture speedups",
+                  "Learned model: 8x8 digits"):
         assert f"## {title}" in md and title in html
     assert "**Unavailable:**" not in md and "FAILED" not in md
     assert f"rass-theory report --out {out} --quick --formats svg,pdf" in md

@@ -24,8 +24,9 @@ class DigitsQuality:
     nn_distance, nn_distance_real : float
         Mean Euclidean distance (normalised pixel units) to the nearest training digit: near the
         held-out value means neither blurry nor memorised.
-    c2st_accuracy : float
-        Held-out accuracy of a classifier telling samples from held-out digits (0.5 = indistinguishable).
+    c2st_accuracy, c2st_accuracy_real : float
+        Held-out accuracy of a classifier telling samples (resp. training digits) from held-out
+        digits (0.5 = indistinguishable).
     classifier_accuracy : float
     n : int
     """
@@ -37,6 +38,7 @@ class DigitsQuality:
     nn_distance: float
     nn_distance_real: float
     c2st_accuracy: float
+    c2st_accuracy_real: float
     classifier_accuracy: float
     n: int
 
@@ -51,7 +53,7 @@ def _reference():
     x_tr, y_tr, x_te, y_te = load_digits_split()
     clf = LogisticRegression(max_iter=5000, C=0.5).fit(x_tr, y_tr)
     nn = NearestNeighbors(n_neighbors=1).fit(x_tr)
-    return clf, nn, x_te, float(clf.score(x_te, y_te))
+    return clf, nn, x_tr, x_te, float(clf.score(x_te, y_te))
 
 
 def _entropy(labels):
@@ -71,7 +73,7 @@ def digits_quality(samples, rng=0) -> DigitsQuality:
     x = np.asarray(samples, dtype=np.float64)
     if x.ndim != 2 or x.shape[1] != 64:
         raise ValueError(f"samples must have shape (n, 64), got {x.shape}")
-    clf, nn, x_te, acc = _reference()
+    clf, nn, x_tr, x_te, acc = _reference()
     # the data are integer pixels 0..16: compare on that grid (clip, round), or a linear classifier
     # separates continuous samples from real digits by the exact -1 background alone
     x = np.round((np.clip(x, -1.0, 1.0) + 1.0) * 8.0) / 8.0 - 1.0
@@ -81,4 +83,6 @@ def digits_quality(samples, rng=0) -> DigitsQuality:
         confidence=float(p_gen.max(1).mean()), confidence_real=float(p_real.max(1).mean()),
         class_entropy=_entropy(p_gen.argmax(1)), class_entropy_real=_entropy(p_real.argmax(1)),
         nn_distance=float(nn.kneighbors(x)[0].mean()), nn_distance_real=float(nn.kneighbors(x_te)[0].mean()),
-        c2st_accuracy=c2st.statistic, classifier_accuracy=acc, n=int(x.shape[0]))
+        c2st_accuracy=c2st.statistic,
+        c2st_accuracy_real=classifier_two_sample_test(x_tr, x_te, rng=rng).statistic,
+        classifier_accuracy=acc, n=int(x.shape[0]))
