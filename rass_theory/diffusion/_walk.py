@@ -83,6 +83,24 @@ class RoundWalker:
                 v_out[rows[sel]] = child_velocity(sel, idx)
                 src_out[rows[sel]] = "nearest"
 
+    def _level(self, j, w, y, kk, v_node, u_d, children_fn, child_velocity, committed, depth_eff, round_ids,
+               node_rows, out):
+        """Verify the depth-``j`` nodes of rows ``w``, commit, and record the ending of rows that stop.
+
+        ``child_velocity(stop, children, idx)`` returns the getter that ``_ending`` uses.
+        Returns the continue mask over ``w`` and the accepted child indices.
+        """
+        children, states, accepted, idx = self.verify(j, y[w], kk, v_node, u_d, children_fn, round_ids[w], node_rows)
+        y[w] = states
+        committed[w] += 1
+        cont = accepted & (j + 1 < depth_eff[w])
+        stop = np.flatnonzero(~cont)
+        if stop.size:
+            rows = w[stop]
+            self._ending(rows, j, depth_eff[rows], accepted[stop], children[stop], y[rows], v_node[stop],
+                         child_velocity(stop, children, idx), out)
+        return cont, idx
+
     # ------------------------------------------------------------------ lazy expansion
     def walk_lazy(self, x, k, v_frozen, root_exact, depth_eff, round_ids, node_rows):
         sch, tgt, rng = self.schedule, self.target, self.rng
@@ -104,21 +122,14 @@ class RoundWalker:
             def children_fn(mu_d, sig, Kj=Kj):
                 return mu_d[:, None, :] + sig[:, None, None] * rng.standard_normal((mu_d.shape[0], Kj, d))
 
-            children, states, accepted, idx = self.verify(j, y[w], kk, v_node[w], u_d, children_fn,
-                                                          round_ids[w], node_rows)
-            y[w] = states
-            committed[w] += 1
-            cont = accepted & (j + 1 < depth_eff[w])
-            stop = np.flatnonzero(~cont)
-            if stop.size:
-                rows = w[stop]
-
-                def child_velocity(sel, cidx, rows=rows, stop=stop, children=children, kk=kk):
-                    pts = y[rows[sel]] if cidx is None else children[stop[sel], cidx]
+            def child_velocity(stop, children, idx, kk=kk, w=w):
+                def get(sel, cidx):
+                    pts = y[w[stop[sel]]] if cidx is None else children[stop[sel], cidx]
                     return tgt.velocity(pts, sch.s[kk[stop[sel]] + 1])     # uncounted: in the batch on hardware
+                return get
 
-                self._ending(rows, j, depth_eff[rows], accepted[stop], children[stop], y[rows], v_node[rows],
-                             child_velocity, out)
+            cont, _ = self._level(j, w, y, kk, v_node[w], u_d, children_fn, child_velocity, committed, depth_eff,
+                                  round_ids, node_rows, out)
             w = w[cont]
             if w.size:
                 v_node[w] = tgt.velocity(y[w], sch.s[k[w] + j + 1])
@@ -174,21 +185,14 @@ class RoundWalker:
             def children_fn(mu_d, sig, w=w, child_ids=child_ids, j=j):
                 return levels[j + 1][w[:, None], child_ids]
 
-            children, states, accepted, idx = self.verify(j, y[w], kk, v_node, u_d, children_fn,
-                                                          round_ids[w], node_rows)
-            y[w] = states
-            committed[w] += 1
-            cont = accepted & (j + 1 < depth_eff[w])
-            stop = np.flatnonzero(~cont)
-            if stop.size:
-                rows = w[stop]
-
-                def child_velocity(sel, cidx, rows=rows, stop=stop, child_ids=child_ids, idx=idx, j=j):
+            def child_velocity(stop, children, idx, w=w, child_ids=child_ids, j=j):
+                def get(sel, cidx):
                     c = idx[stop[sel]] if cidx is None else cidx
-                    return V[rows[sel], offsets[j + 1] + child_ids[stop[sel], c]]
+                    return V[w[stop[sel]], offsets[j + 1] + child_ids[stop[sel], c]]
+                return get
 
-                self._ending(rows, j, depth_eff[rows], accepted[stop], children[stop], y[rows], v_node[stop],
-                             child_velocity, out)
+            cont, idx = self._level(j, w, y, kk, v_node, u_d, children_fn, child_velocity, committed, depth_eff,
+                                    round_ids, node_rows, out)
             pos[w[cont]] = child_ids[cont, idx[cont]]
             w = w[cont]
             j += 1
