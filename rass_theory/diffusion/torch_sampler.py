@@ -479,7 +479,7 @@ class _TreeWalk:
             v_out = torch.where(ends[:, None], v_node, v_out)
             src_out = torch.where(ends, torch.full_like(src_out, _PARENT), src_out)
             chosen = child_ids[ar, cidx.clamp(min=0)]
-            if j + 1 < n_lev:                                      # children are in the batch
+            if any_called and j + 1 < n_lev:                       # children are in the batch
                 leaf_level = (j + 1) == depth_eff
                 known = ~leaf_level | self.evaluate_leaves
                 if self.evaluate_leaves:

@@ -138,6 +138,24 @@ class TestBookkeeping:
         assert run.extra["samples_torch"].shape == (40, 6)
         assert run.samples.dtype == np.float64
 
+    @pytest.mark.parametrize("prefetch", ["none", "nearest"])
+    def test_round_without_batched_call(self, prefetch):
+        """Every round commits one step (always reject); with an exact root the last round of
+        depth 1 needs no batched call (prefetch='none'), and calls are counted accordingly."""
+        def always_reject(children, mu_draft, mu_target, sigma, rng):
+            n = children.shape[0]
+            z = torch.randn(mu_target.shape, generator=rng, dtype=mu_target.dtype, device=mu_target.device)
+            return TorchVerifierResult(mu_target + sigma[:, None] * z, torch.zeros(n, dtype=torch.bool),
+                                       torch.full((n,), -1, dtype=torch.int64))
+        run = speculative_sample_torch(linear_model(), always_reject, K=2, L=2, n_samples=3, n_steps=10, churn=0.1,
+                                       rng=0, prefetch=prefetch)
+        n_std = run.n_standard_steps
+        assert np.all(run.rounds.committed == 1)
+        if prefetch == "none":   # initial + a root call in rounds 2..n_std + batched calls in rounds 1..n_std-1
+            assert np.all(run.target_calls == 1 + 2 * (n_std - 1))
+        else:                    # the root is never exact after round 1: every round makes its batched call
+            assert np.all(run.target_calls == 1 + n_std)
+
     def test_same_seed_same_run(self):
         model = linear_model()
         a = speculative_sample_torch(model, "rass", K=2, L=2, n_samples=20, n_steps=12, churn=0.1, rng=5)
