@@ -10,8 +10,11 @@ the draft gives ``s ~ N(0, 1)``, the target ``s ~ N(delta, 1)``, and ``z_perp`` 
 law ``N(0, I - e e^T)`` under both, independent of ``s``.  A state is rebuilt as
 ``x = mu_draft + sigma (s e + z_perp)``.
 
-A node is *degenerate* when ``delta <= degenerate_tolerance(dtype)`` (``sqrt(eps)``): the two
-kernels then coincide to working precision and verifiers accept child 0.  The direction of a
+The frame is computed in float64 whatever the inputs' dtype (float32 means are exact in
+float64), so a node is *degenerate* when ``delta <= degenerate_tolerance() = sqrt(eps_float64)
+~ 1.49e-8`` in every dtype: the two kernels then differ by ``TV = 2 Phi(delta/2) - 1 <= 5.9e-9``
+and verifiers accept child 0 (proof ``proofs/P1-rank1-reduction.md``).  Before, float32 inputs
+used ``sqrt(eps_float32) = 3.45e-4``, an error of up to ``1.38e-4`` in TV per node.  The direction of a
 degenerate node is still a unit vector (the normalised difference when it is nonzero, the first
 basis vector when it is exactly zero) so nothing ever divides by zero.
 """
@@ -23,10 +26,19 @@ import numpy as np
 
 __all__ = ["Rank1Frame", "degenerate_tolerance", "validate_node_inputs"]
 
+_DEGENERATE_TOL = float(np.sqrt(np.finfo(np.float64).eps))
+
 
 def degenerate_tolerance(dtype=np.float64) -> float:
-    """Return ``sqrt(eps)`` of ``dtype``: below this ``delta`` a node is degenerate."""
-    return float(np.sqrt(np.finfo(dtype).eps))
+    """Return ``sqrt(eps)`` of the frame's dtype (float64): at or below this ``delta`` a node is degenerate.
+
+    ``dtype`` is accepted for compatibility and must be a real floating dtype; the frame and
+    every accept/reject decision are computed in float64 for every input dtype, so the
+    tolerance is ``sqrt(eps_float64)`` for all of them.
+    """
+    if np.dtype(dtype).kind != "f":
+        raise TypeError(f"dtype must be a real floating dtype, got {dtype!r}")
+    return _DEGENERATE_TOL
 
 
 def validate_node_inputs(children, mu_draft, mu_target, sigma):
@@ -74,14 +86,14 @@ class Rank1Frame:
 
     Attributes
     ----------
-    mu_draft : ndarray, shape (n, d)
-    sigma : ndarray, shape (n,)
-    direction : ndarray, shape (n, d)
+    mu_draft : ndarray, shape (n, d), float64
+    sigma : ndarray, shape (n,), float64
+    direction : ndarray, shape (n, d), float64
         Unit vector ``e`` along ``mu_target - mu_draft``.
-    delta : ndarray, shape (n,)
+    delta : ndarray, shape (n,), float64
         ``||mu_target - mu_draft|| / sigma``.
     degenerate : ndarray of bool, shape (n,)
-        ``delta <= degenerate_tolerance(dtype)``.
+        ``delta <= degenerate_tolerance() = sqrt(eps_float64)``.
     """
 
     mu_draft: np.ndarray
@@ -106,13 +118,14 @@ class Rank1Frame:
         The norm of ``mu_target - mu_draft`` is computed after scaling each row by its largest
         absolute entry, so displacements as small as ``1e-300`` (or as large as ``1e300``) give
         an exact unit direction without underflow, overflow or warnings.  A zero displacement
-        gives ``e = e_1``.  See ``proofs/P1-rank1-reduction.md``.
+        gives ``e = e_1`` (as in the torch backend).  All fields are float64 whatever the
+        inputs' dtype.  See ``proofs/P1-rank1-reduction.md``.
         """
         mu_draft = _as_real_matrix(mu_draft, "mu_draft")
         mu_target = _as_real_matrix(mu_target, "mu_target")
         if mu_target.shape != mu_draft.shape:
             raise ValueError(f"mu_target must have the shape of mu_draft {mu_draft.shape}, got {mu_target.shape}")
-        dtype = np.result_type(mu_draft.dtype, mu_target.dtype, np.float32)
+        dtype = np.float64  # float32 means are exact in float64: one frame, one tolerance
         n, d = mu_draft.shape
         sig = _as_sigma(sigma, n, dtype)
         diff = np.subtract(mu_target, mu_draft, dtype=dtype)
@@ -142,7 +155,7 @@ class Rank1Frame:
             norm[rescale] = row_norm
         with np.errstate(over="ignore", under="ignore"):
             delta = norm / sig
-        degenerate = delta <= degenerate_tolerance(dtype)
+        degenerate = delta <= _DEGENERATE_TOL
         return cls(mu_draft.astype(dtype, copy=False), sig, direction, delta, degenerate)
 
     @property

@@ -119,14 +119,18 @@ class TestDegenerate:
         np.testing.assert_allclose(frame.direction, [[2**-0.5, 2**-0.5, 0.0]], rtol=1e-15)
         assert frame.delta[0] == pytest.approx(np.sqrt(2) * 1e290, rel=1e-14)
 
-    def test_tolerance_follows_dtype(self):
+    def test_tolerance_is_float64_for_every_dtype(self):
+        """The frame is float64 for float32 inputs too: one degenerate band, sqrt(eps_64) (issue 14)."""
         assert degenerate_tolerance(np.float64) == pytest.approx(np.sqrt(np.finfo(np.float64).eps))
-        md = np.zeros((2, 3), dtype=np.float32)
+        assert degenerate_tolerance(np.float32) == degenerate_tolerance(np.float64)
+        md = np.zeros((3, 3), dtype=np.float32)
         mt = md.copy()
-        mt[0, 0] = 1e-4  # below sqrt(eps_32) ~ 3.5e-4, above sqrt(eps_64)
+        mt[0, 0] = 1e-4  # below sqrt(eps_32) ~ 3.5e-4, above sqrt(eps_64): not degenerate any more
         mt[1, 0] = 1e-2
+        mt[2, 0] = 1e-9  # below sqrt(eps_64) ~ 1.5e-8: degenerate in every dtype
         frame = Rank1Frame.from_means(md, mt, np.float32(1.0))
-        assert frame.direction.dtype == np.float32 and frame.delta.dtype == np.float32
-        assert frame.degenerate.tolist() == [True, False]
+        assert frame.direction.dtype == np.float64 and frame.delta.dtype == np.float64
+        assert frame.delta[0] == np.float64(np.float32(1e-4))
+        assert frame.degenerate.tolist() == [False, False, True]
         frame64 = Rank1Frame.from_means(md.astype(np.float64), mt.astype(np.float64), 1.0)
-        assert frame64.degenerate.tolist() == [False, False]
+        assert frame64.degenerate.tolist() == [False, False, True]

@@ -19,14 +19,23 @@ from dataclasses import dataclass
 import torch
 
 __all__ = ["TorchVerifierResult", "TorchBatch", "prepare", "finish", "as_torch_generator",
-           "degenerate_tolerance", "SUPPORTED_DTYPES"]
+           "degenerate_tolerance", "SUPPORTED_DTYPES", "COMPUTE_DTYPE"]
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64)
 
 
-def degenerate_tolerance(dtype: torch.dtype) -> float:
-    """``sqrt(eps)`` of ``dtype``: rows with ``delta`` at or below it accept child 0."""
-    return math.sqrt(torch.finfo(dtype).eps)
+#: the frame and every decision are computed in this dtype for float32 and float64 inputs alike
+COMPUTE_DTYPE = torch.float64
+
+
+def degenerate_tolerance(dtype: torch.dtype = COMPUTE_DTYPE) -> float:
+    """``sqrt(eps_float64) ~ 1.49e-8`` for every input dtype: rows with ``delta`` at or below it accept child 0.
+
+    The frame and the decision are float64 whatever the inputs' dtype, so the degenerate band
+    (``TV <= 2 Phi(delta/2) - 1 <= 5.9e-9`` per node) no longer widens to ``sqrt(eps_float32)``
+    (``TV`` up to ``1.38e-4``) for float32 inputs (proof ``proofs/P1-rank1-reduction.md``).
+    """
+    return math.sqrt(torch.finfo(COMPUTE_DTYPE).eps)
 
 
 @dataclass(frozen=True)
@@ -145,6 +154,12 @@ class TorchBatch:
 
     @property
     def dtype(self) -> torch.dtype:
+        """The compute dtype (float64) of ``s``, ``delta``, the laws and the uniforms."""
+        return COMPUTE_DTYPE
+
+    @property
+    def out_dtype(self) -> torch.dtype:
+        """The inputs' dtype: the dtype of the output states."""
         return self.children.dtype
 
     @property
@@ -152,7 +167,7 @@ class TorchBatch:
         return self.children.device
 
     def uniform(self, *shape) -> torch.Tensor:
-        """Uniforms in ``(0, 1]`` (``1 - torch.rand``), dtype and device of the batch."""
+        """Uniforms in ``(0, 1]`` (``1 - torch.rand``), float64 on the batch's device."""
         return 1.0 - torch.rand(*shape, generator=self.generator, dtype=self.dtype, device=self.device)
 
 
@@ -209,17 +224,25 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) 
         raise TypeError(f"sigma must be a real number or a torch.Tensor, got {type(sigma).__name__}")
     gen = as_torch_generator(rng, device)
 
-    diff = mu_target - mu_draft
+    # the frame, the projection and every decision in float64 (float32 inputs are exact there)
+    f64 = COMPUTE_DTYPE
+    md = mu_draft.to(f64)
+    sig = sig.to(f64)
+    diff = mu_target.to(f64) - md
     norm = torch.linalg.vector_norm(diff, dim=1)
     direction = diff / torch.where(norm > 0, norm, torch.ones_like(norm))[:, None]
+    if d > 0:  # zero displacement: e = e_1, as in NumPy (rass_theory.frame)
+        e1 = torch.zeros(d, dtype=f64, device=device)
+        e1[0] = 1.0
+        direction = torch.where((norm > 0)[:, None], direction, e1)
     delta = norm / sig
-    degenerate = delta <= degenerate_tolerance(dtype)
+    degenerate = delta <= degenerate_tolerance()
     delta_safe = torch.where(degenerate, torch.ones_like(delta), delta)
     # s[i, k] = (<children[i, k], e[i]> - <mu_draft[i], e[i]>) / sigma[i]: one batched matmul
-    proj = torch.bmm(children, direction[:, :, None])[:, :, 0]
-    offset = (mu_draft * direction).sum(dim=1)
+    proj = torch.bmm(children.to(f64), direction[:, :, None])[:, :, 0]
+    offset = (md * direction).sum(dim=1)
     s = (proj - offset[:, None]) / sig[:, None]
-    return TorchBatch(children, mu_draft, sig, direction, delta, delta_safe, degenerate, s, gen)
+    return TorchBatch(children, md, sig, direction, delta, delta_safe, degenerate, s, gen)
 
 
 def finish(batch: TorchBatch, chosen: torch.Tensor, accepted: torch.Tensor,
@@ -244,8 +267,8 @@ def finish(batch: TorchBatch, chosen: torch.Tensor, accepted: torch.Tensor,
         rows = torch.nonzero(~accepted)[:, 0]
         if rows.numel():
             shift = (batch.sigma[rows] * (new_s[rows].to(batch.dtype) - s_chosen[rows]))[:, None] * batch.direction[rows]
-            copied[rows] += shift
+            copied[rows] += shift.to(batch.out_dtype)
         return TorchVerifierResult(copied, accepted, index)
     shift = (batch.sigma * (new_s.to(batch.dtype) - s_chosen))[:, None] * batch.direction
-    states = torch.where(accepted[:, None], copied, copied + shift)
+    states = torch.where(accepted[:, None], copied, copied + shift.to(batch.out_dtype))
     return TorchVerifierResult(states, accepted, index)

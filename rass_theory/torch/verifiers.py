@@ -500,8 +500,8 @@ class ResampleVerifier(_TorchVerifier):
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        z = torch.randn(batch.n, batch.d, generator=batch.generator, dtype=batch.dtype, device=batch.device)
-        states = mu_target + batch.sigma[:, None] * z
+        z = torch.randn(batch.n, batch.d, generator=batch.generator, dtype=batch.out_dtype, device=batch.device)
+        states = mu_target + batch.sigma[:, None].to(batch.out_dtype) * z
         accepted = torch.zeros(batch.n, dtype=torch.bool, device=batch.device)
         index = torch.full((batch.n,), -1, dtype=torch.int64, device=batch.device)
         return TorchVerifierResult(states, accepted, index)

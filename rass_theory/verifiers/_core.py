@@ -80,11 +80,12 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None,
     gen = as_generator(rng)
     frame = Rank1Frame.from_means(mu_draft, mu_target, sig)
     if project:
-        # work in the children's precision for the big contraction, float64 afterwards
-        e = frame.direction.astype(children.dtype, copy=False)
-        s = np.einsum("nkd,nd->nk", children, e).astype(np.float64, copy=False)
-        s -= np.einsum("nd,nd->n", mu_draft, e).astype(np.float64)[:, None]
-        s /= frame.sigma.astype(np.float64)[:, None]
+        # the projection, like the frame and every decision, is float64 for any input dtype
+        # (float32 children are exact in float64): proofs/P1-rank1-reduction.md
+        e = frame.direction
+        s = np.einsum("nkd,nd->nk", children, e, dtype=np.float64)
+        s -= np.einsum("nd,nd->n", mu_draft, e, dtype=np.float64)[:, None]
+        s /= frame.sigma[:, None]
     else:
         s = np.empty((children.shape[0], 0))
     return NodeBatch(children, frame, s, gen)
