@@ -58,7 +58,12 @@ def _mp_rule_acceptance(K, delta, t_hint, t_cross):
     return acc, mass, t_a
 
 
-@pytest.mark.parametrize("K,delta", [(2, 0.25), (3, 1.0), (4, 0.5), (8, 1.5), (16, 3.0), (4, 4.0)])
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("K,delta", [(2, 0.25), (4, 0.5), pytest.param(3, 1.0, marks=SLOW),
+                                     pytest.param(8, 1.5, marks=SLOW), pytest.param(16, 3.0, marks=SLOW),
+                                     pytest.param(4, 4.0, marks=SLOW)])
 def test_acceptance_matches_mpmath(K, delta):
     rule = rt.optimal_list_rule(K, delta)
     bound, t_cross = _mp_bound(K, delta)
@@ -144,7 +149,8 @@ def test_priority_kernel_identities(K, delta):
 # Monte Carlo: the selection realises g*
 # ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("K,delta", [(2, 0.5), (4, 0.5), (4, 1.0), (8, 0.25), (16, 2.0), (3, 4.0)])
+@pytest.mark.parametrize("K,delta", [(2, 0.5), (4, 0.5), (4, 1.0), (3, 4.0), pytest.param(8, 0.25, marks=SLOW),
+                                     pytest.param(16, 2.0, marks=SLOW)])
 def test_selected_law_monte_carlo(K, delta):
     """Selected s binned into 40 equiprobable bins of g*: every count within 4.5 SE
     (binomial; familywise false-fail < 40 * 7e-6 per case) and the KS p-value above 1e-4."""

@@ -41,7 +41,7 @@ def test_states_bit_equal_and_rebuilt_rows_keep_z_perp(nodes, rng):
 def test_per_row_deltas_exact_law(nodes, rng):
     """Each row its own delta (many distinct values: the vectorised solve); the standardised
     output s - delta is N(0, 1) pooled over rows, and the acceptance matches the exact mean."""
-    n, K, d = 60_000, 4, 3
+    n, K, d = 30_000, 4, 3
     delta = rng.uniform(0.0, 3.0, n)
     children, mu_d, mu_t, sigma, e = nodes.build(n, K, d, delta, rng, same_mean=False)
     res = optimal_list()(children, mu_d, mu_t, sigma, rng)
@@ -51,10 +51,11 @@ def test_per_row_deltas_exact_law(nodes, rng):
 
     assert stats.kstest(s - delta, "norm").pvalue > 1e-4
     # exact expected acceptance on a quadrature of the (uniform) deltas
-    grid = np.linspace(0, 3, 301)
+    grid = np.linspace(0, 3, 61)
     exact = np.array([rt.acceptance("optimal_list", K, float(x)) for x in grid])
     mean_exact = np.trapezoid(exact, grid) / 3.0
-    assert abs(res.accepted.mean() - mean_exact) < 4.5 * _z(mean_exact, n) + 1e-4
+    # + 2e-4 covers the trapezoid error of the 61-point average (acceptance is smooth in delta)
+    assert abs(res.accepted.mean() - mean_exact) < 4.5 * _z(mean_exact, n) + 2e-4
 
 
 def test_few_distinct_deltas_use_cached_rules(nodes, rng):
