@@ -228,19 +228,19 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) 
     f64 = COMPUTE_DTYPE
     md = mu_draft.to(f64)
     sig = sig.to(f64)
-    diff = mu_target.to(f64) - md
-    norm = torch.linalg.vector_norm(diff, dim=1)
-    direction = diff / torch.where(norm > 0, norm, torch.ones_like(norm))[:, None]
-    if d > 0:  # zero displacement: e = e_1, as in NumPy (rass_theory.frame)
-        e1 = torch.zeros(d, dtype=f64, device=device)
-        e1[0] = 1.0
-        direction = torch.where((norm > 0)[:, None], direction, e1)
+    direction = torch.sub(mu_target.to(f64), md)            # a fresh tensor: normalised in place
+    norm = torch.linalg.vector_norm(direction, dim=1)
+    zero = norm == 0
+    direction.div_(torch.where(zero, torch.ones_like(norm), norm)[:, None])
+    if d > 0:  # zero displacement: e = e_1, as in NumPy (rass_theory.frame); O(n), no host sync
+        direction[:, 0] += zero.to(f64)
     delta = norm / sig
     degenerate = delta <= degenerate_tolerance()
     delta_safe = torch.where(degenerate, torch.ones_like(delta), delta)
-    # s[i, k] = (<children[i, k], e[i]> - <mu_draft[i], e[i]>) / sigma[i]: one batched matmul
-    proj = torch.bmm(children.to(f64), direction[:, :, None])[:, :, 0]
-    offset = (md * direction).sum(dim=1)
+    # s[i, k] = (<children[i, k], e[i]> - <mu_draft[i], e[i]>) / sigma[i]: batched matmuls, no temporaries
+    e_col = direction[:, :, None]
+    proj = torch.bmm(children.to(f64), e_col)[:, :, 0]
+    offset = torch.bmm(md[:, None, :], e_col)[:, 0, 0]
     s = (proj - offset[:, None]) / sig[:, None]
     return TorchBatch(children, md, sig, direction, delta, delta_safe, degenerate, s, gen)
 
