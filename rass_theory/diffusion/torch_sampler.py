@@ -89,6 +89,17 @@ class _SnappedThreshold:
         self.grid = np.asarray(THRESHOLD_GRID if grid is None else grid, dtype=float)
         self._verifiers = {}
 
+    def _cell(self, delta: float) -> int:
+        return max(0, int(np.searchsorted(self.grid, delta, side="right")) - 1)
+
+    def expected_acceptance(self, K: int, delta: float) -> float:
+        """Exact acceptance of the snapped policy at ``delta`` (parameters of its grid cell)."""
+        from ..optimize.policies import threshold_acceptance
+        from ._contract import _threshold_policy
+
+        pol = _threshold_policy(int(K), float(self.grid[self._cell(float(delta))]))
+        return float(threshold_acceptance(int(K), float(delta), pol.t, pol.weights))
+
     def _verifier(self, K, cell):
         key = (K, cell)
         if key not in self._verifiers:
