@@ -77,7 +77,9 @@ def from_diffusers(model, scheduler, image_shape=None, model_kwargs=None, name=N
     Returns
     -------
     VelocityModel
-        ``dtype`` and ``device`` are the model's.
+        ``dtype`` and ``device`` are the model's; a float16/bfloat16 model gets float32 states
+        (the samplers' kernels and verifiers need float32 or float64) and is called in its own
+        dtype, its output cast back to float32.
 
     Notes
     -----
@@ -120,4 +122,13 @@ def from_diffusers(model, scheduler, image_shape=None, model_kwargs=None, name=N
             x0_hat = scheduler.precondition_outputs(x_edm, out, tt)
             return (x - x0_hat) / s.reshape(shape)
 
-    return VelocityModel(velocity, dim, image_shape=image_shape, name=label, module=model)
+    param = next(iter(model.parameters()), None)
+    model_dtype = param.dtype if param is not None else torch.float32
+    if model_dtype in (torch.float32, torch.float64):
+        return VelocityModel(velocity, dim, image_shape=image_shape, name=label, module=model)
+
+    def half_velocity(x, s):          # half-precision network: float32 states, the call in its dtype
+        return velocity(x.to(model_dtype), s.to(model_dtype)).to(x.dtype)
+
+    return VelocityModel(half_velocity, dim, image_shape=image_shape, name=label, dtype=torch.float32,
+                         device=param.device)

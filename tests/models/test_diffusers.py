@@ -66,6 +66,12 @@ class TestAdapter:
             ref = net(x.reshape(3, 1, 8, 8), s * 1000).sample.reshape(3, 64)
         torch.testing.assert_close(m.velocity(x, s), ref)
 
+    def test_half_precision_model_gets_float32_states(self):
+        m = from_diffusers(tiny_unet().to(torch.bfloat16), diffusers.FlowMatchEulerDiscreteScheduler())
+        assert m.dtype == torch.float32
+        v = m.velocity(torch.randn(3, 64, generator=torch.Generator().manual_seed(0)), 0.5)
+        assert v.dtype == torch.float32 and torch.isfinite(v).all()
+
     def test_wrong_scheduler(self):
         with pytest.raises(TypeError, match="FlowMatchEulerDiscreteScheduler"):
             from_diffusers(tiny_unet(), diffusers.DDPMScheduler())
