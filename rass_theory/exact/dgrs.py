@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from rass_theory.exact._roots import bracketed_roots
 from rass_theory._validation import check_delta, check_K, check_positive_int
 
 __all__ = [
@@ -564,8 +565,9 @@ def batch_sample_final_residual(K, delta, u) -> np.ndarray:
     Returns
     -------
     ndarray, shape (n,)
-        ``s = F^{-1}(u)`` with ``F`` the CDF of ``r_K`` (support ``[c_K, inf)``), solved by a
-        bracketed (safeguarded) Newton iteration to ``|ds| <= 1e-14 (1 + |s|)``.  The error is
+        ``s = F^{-1}(u)`` with ``F`` the CDF of ``r_K`` (support ``[c_K, inf)``), solved by the
+        engine's root finder (:func:`rass_theory.exact._roots.bracketed_roots`) to a bracket of
+        ``8 eps (1 + |s|)``.  The error is
         that of the survival function divided by the density; the density vanishes linearly at
         ``c_K``, so for ``u < 1e-8`` the error grows like ``1e-16 / sqrt(u)``.
 
@@ -592,22 +594,14 @@ def batch_sample_final_residual(K, delta, u) -> np.ndarray:
             break
         width = np.where(need, 2.0 * width, width)
         hi = np.where(need, c + width, hi)
-    s = 0.5 * (lo + hi)
-    active = u > 0.0
-    s = np.where(active, s, c)
-    for _ in range(200):
-        if not np.any(active):
-            break
-        sf, pdf = _final_sf_pdf(K, delta, s, state)
-        F = sf - y  # decreasing in s
-        lo = np.where(active & (F > 0), s, lo)
-        hi = np.where(active & (F <= 0), s, hi)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s_new = s + F / pdf
-        bad = ~np.isfinite(s_new) | (s_new <= lo) | (s_new >= hi)
-        s_new = np.where(bad, 0.5 * (lo + hi), s_new)
-        tol = 1e-14 * (1.0 + np.abs(s))
-        done = (np.abs(s_new - s) <= tol) | (hi - lo <= tol)
-        s = np.where(active, s_new, s)
-        active = active & ~done
+    s = c.copy()  # u = 0: the left end of the support
+    active = np.flatnonzero(u > 0.0)
+    if active.size:
+        c_a, P_a, T_a = (x[active] for x in state)
+
+        def excess(x, j):  # sf(x) - y, decreasing in x
+            j = j.astype(np.intp)
+            return _final_sf_pdf(K, delta[active[j]], x, (c_a[j], P_a[j], T_a[j]))[0] - y[active[j]]
+
+        s[active] = bracketed_roots(excess, lo[active], hi[active], args=(np.arange(active.size),))
     return s

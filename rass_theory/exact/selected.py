@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import betaincinv, ndtr
 
+from rass_theory.exact._roots import bracketed_roots
 from rass_theory._validation import as_generator, check_delta, check_positive_int, check_weights
 from rass_theory.exact import batch as _batch
 from rass_theory.exact.normal import log_phi, quantile_from_tails, shift_difference
@@ -118,7 +119,7 @@ class SelectedLaw:
         Notes
         -----
         The mixture quantile lies between the smallest and largest component quantiles
-        ``Phi^{-1}(I^{-1}(j+1, K-j; q))``; it is found by bisection on ``log G_w`` (``q <= 1/2``)
+        ``Phi^{-1}(I^{-1}(j+1, K-j; q))``; it is found by the engine's root finder on ``log G_w`` (``q <= 1/2``)
         or ``log(1 - G_w)`` (``q > 1/2``) to a relative bracket width of ``4 eps``.
         """
         q = _as_probabilities(q)
@@ -147,16 +148,12 @@ class SelectedLaw:
             use_sf = qi > 0.5
             with np.errstate(divide="ignore"):
                 target = np.where(use_sf, np.log1p(-qi), np.log(qi))
-            for _ in range(200):
-                x = a + 0.5 * (b - a)
-                val = np.where(use_sf, -self.logsf(x), self.logcdf(x))
-                tgt = np.where(use_sf, -target, target)
-                below = val < tgt
-                a = np.where(below, x, a)
-                b = np.where(below, b, x)
-                if np.all(b - a <= 4 * np.finfo(float).eps * (1 + np.abs(x))):
-                    break
-            out[inner] = a + 0.5 * (b - a)
+            tgt = np.where(use_sf, -target, target)
+
+            def excess(x, sf_side, t):  # increasing in x: log G_w(x) or -log(1 - G_w(x)), minus the target
+                return np.where(sf_side, -self.logsf(x), self.logcdf(x)) - t
+
+            out[inner] = bracketed_roots(excess, a, b, args=(use_sf, tgt))
         return out.reshape(shape)
 
     def rvs(self, size=None, rng=None):
