@@ -177,6 +177,31 @@ def run_tables(tables, n, traces, verifiers_b):
                   f"p={float(row['pvalue']):.2g}", flush=True)
 
 
+def recheck(specs, n=1000, seeds=(101, 202)):
+    """Rerun arms with fresh seeds (multiplicity: ~50 arms at alpha = 0.01); append to rechecks.json.
+
+    ``specs``: ``verifier:KxL[:leaves]`` items, e.g. ``dgrs:2x3:leaves``.
+    """
+    tgt = GaussianMixture.random(dim=512, n_components=5, seed=MIXTURE_SEED)
+    path = os.path.join(OUT, "rechecks.json")
+    out = json.load(open(path)) if os.path.exists(path) else []
+    for spec in specs:
+        parts = spec.split(":")
+        K, L = (int(v) for v in parts[1].split("x"))
+        leaves = len(parts) > 2 and parts[2] == "leaves"
+        for seed in seeds:
+            run = speculative_sample(tgt, parts[0], K=K, L=L, n_samples=n, rng=seed, protocol="paper",
+                                     evaluate_leaves=leaves)
+            ref = plain_sample(tgt, n, N_STEPS, CHURN, rng=seed + 1, protocol="paper")
+            c = compare_to_plain(run.samples, ref, tgt.means, alpha=0.01, rng=seed + 2, detectable=False)
+            out.append(dict(verifier=parts[0], K=K, L=L, evaluate_leaves=leaves, seed=seed, speedup=run.speedup,
+                            pvalue=c.pvalue, p_energy=c.energy.pvalue, p_occupancy=c.occupancy.pvalue,
+                            p_radius=c.radial.pvalue))
+            print("recheck", out[-1], flush=True)
+            with open(path, "w") as fh:
+                json.dump(out, fh, indent=1)
+
+
 def timing(n=1000, K=4, L=3):
     tgt = GaussianMixture.random(dim=512, n_components=5, seed=MIXTURE_SEED)
     out = {}
@@ -199,10 +224,13 @@ def main(argv=None):
     ap.add_argument("--traces", default=os.path.join(OUT, "traces"))
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--timing", action="store_true")
+    ap.add_argument("--recheck", default="", help="comma-separated verifier:KxL[:leaves] arms to rerun with new seeds")
     args = ap.parse_args(argv)
     verifiers_b = ["rass", "dgrs", "rmc"] + (["optimal_list"] if optimal_list_available() else [])
     if not args.table_only:
         run_tables(args.tables.split(","), args.n, args.traces, verifiers_b)
+    if args.recheck:
+        recheck(args.recheck.split(","), args.n)
     if args.timing:
         t = timing()
         print("timing", t, flush=True)
