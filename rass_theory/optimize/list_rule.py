@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize.elementwise import find_root
-from scipy.special import log_ndtr, ndtr, ndtri, ndtri_exp
+from scipy.special import erf, log_ndtr, ndtr, ndtri, ndtri_exp
 
 from .._validation import check_delta, check_K
 
@@ -89,7 +89,6 @@ def _log_E_terms(t, K, delta):
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(q > 1e-300, -np.expm1(K * np.log1p(-q)) / np.where(q > 1e-300, q, 1.0), K)
     L2 = np.where(left, log_ndtr(np.minimum(t, 0.0) - delta), lq + np.log(ratio))
-    # for t < 0 the sign is that of L1 - L2; for t >= 0 it is that of L1 - L2 as well
     return L1, L2
 
 
@@ -178,8 +177,8 @@ def solve_list_rule(K, delta) -> ListRuleParams:
     ``t*`` by monotone Newton on the convex ``h`` from ``delta/2 + log(K)/delta`` (as in
     :mod:`rass_theory.exact.bound`); ``t_lo`` by monotone Newton from
     ``-delta - sqrt(2 delta^2 + 2 log K) - 1``, where ``h > 0`` and ``h' < 0``; ``t_a`` by
-    Chandrupatla's method on ``(t_lo, t*)``, where ``E = Phi^K - Phi(. - delta)`` changes sign exactly once
-    (``proofs/P10-optimal-list-rule.md``, Lemma 2).
+    Chandrupatla's method on ``(t_lo, t*)``, where ``E = Phi^K - Phi(. - delta)`` changes sign
+    exactly once (``proofs/P10-optimal-list-rule.md``, P10.4 and P10.6).
     """
     delta = np.atleast_1d(np.asarray(delta, dtype=np.float64))
     K = np.broadcast_to(np.asarray(K, dtype=np.float64), delta.shape).copy()
@@ -201,7 +200,7 @@ def solve_list_rule(K, delta) -> ListRuleParams:
         t_star[one] = 0.5 * d1
         log_c[one] = -np.inf
         with np.errstate(divide="ignore"):
-            log_rej[one] = np.log(np.abs(np.vectorize(math.erf)(0.5 * d1 / math.sqrt(2.0))))
+            log_rej[one] = np.log(erf(0.5 * d1 / math.sqrt(2.0)))
     if zero.any():
         t_keep[zero] = np.inf
         log_M[zero] = -np.log(K[zero])
@@ -210,9 +209,8 @@ def solve_list_rule(K, delta) -> ListRuleParams:
         ts = _newton_convex(0.5 * dg + np.log(Kg) / dg, Kg, dg, from_right=True)
         tl = _newton_convex(-dg - np.sqrt(2 * dg * dg + 2 * np.log(Kg)) - 1.0, Kg, dg, from_right=False)
         ta, ok = _roots(_sign_E, tl, ts, (Kg, dg))
-        # far right (Q(t* - delta) < 1e-300, tiny delta): the sign of E is below rounding near t*;
-        # every law then gives [t_a, inf) mass < 1e-300, and the sign change of E is lost in rounding
-        # (within rounding of t*), so t_a = t* is used there
+        # far right tail (Q(t* - delta) < 1e-300, tiny delta): the sign of E near t* is below
+        # rounding, and every law puts mass < 1e-300 on [t_a, inf); t_a = t* is used there
         far = ~ok & (log_ndtr(dg - ts) < -690.0)
         ta = np.where(far, ts, ta)
         ok = ok | far
