@@ -198,6 +198,14 @@ def _batched_velocity(target, x, s, max_batch):
                       for i in range(0, x.shape[0], max_batch)])
 
 
+def _upload(arr: np.ndarray, device: torch.device):
+    """Host int64 rows -> device tensors without a synchronisation (pinned, non-blocking on CUDA)."""
+    t = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
+    if device.type == "cuda":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device) if device.type != "cpu" else t.clone()
+
+
 def _apply_tail(target, schedule, sch_t, x):
     for k in range(schedule.stop, schedule.n_steps):
         s = sch_t["s"][k].expand(x.shape[0])
@@ -346,21 +354,23 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
         active = np.flatnonzero(step < stop)
         if active.size == 0:
             break
-        act = torch.as_tensor(active, device=dev)
         root_call = np.zeros(active.size, dtype=bool)
         if prefetch == "none":
             root_call = ~root_exact[active]
-            rows = active[root_call]
-            if rows.size:
-                rt = torch.as_tensor(rows, device=dev)
-                v_frozen[rt] = _velocity(target, x[rt], sch["s"][torch.as_tensor(step[rows], device=dev)])
-                root_exact[rows] = True
-                source[rows] = _ROOT
-                calls[rows] += 1
         depth_eff = np.minimum(shape.depth, stop - step[active])
+        # one asynchronous upload of the round's host data (pinned memory on an accelerator)
+        act, k_t, de_t, rex_t = _upload(np.stack([active, step[active], depth_eff, root_exact[active] | root_call]),
+                                        dev)
+        rows = active[root_call]
+        if rows.size:                                            # prefetch="none": evaluate the roots first
+            rt, rk = _upload(np.stack([rows, step[rows]]), dev)
+            v_frozen[rt] = _velocity(target, x[rt], sch["s"][rk])
+            root_exact[rows] = True
+            source[rows] = _ROOT
+            calls[rows] += 1
         called = (depth_eff >= 2) | ~root_exact[active] | bool(evaluate_leaves)
         calls[active] += called
-        out = walk.round(x[act], step[active], v_frozen[act], root_exact[active], depth_eff, bool(called.any()))
+        out = walk.round(x[act], k_t, v_frozen[act], rex_t, de_t, int(depth_eff.max()), bool(called.any()))
         y, committed_t, v_new, exact_new, src_new, records = out
         x[act] = y
         v_frozen[act] = v_new
@@ -441,13 +451,12 @@ class _TreeWalk:
             levels.append(kids.reshape(m, -1, d))
         return levels
 
-    def round(self, x, k_host, v_frozen, root_exact_host, depth_eff_host, any_called):
+    def round(self, x, k, v_frozen, root_exact, depth_eff, max_depth, any_called):
+        """One round for ``m`` trajectories; ``k``, ``root_exact``, ``depth_eff`` are device tensors (m,)."""
         sch, shape = self.sch, self.shape
         m, d = x.shape
         dev = x.device
-        k = torch.as_tensor(k_host, device=dev)
-        depth_eff = torch.as_tensor(depth_eff_host, device=dev)
-        root_exact = torch.as_tensor(root_exact_host, device=dev)
+        root_exact = root_exact.bool()
         L = shape.depth
         levels = self._draft(x, k, v_frozen)
         n_lev = L + 1 if self.evaluate_leaves else L
@@ -470,7 +479,7 @@ class _TreeWalk:
         exact_out = torch.zeros(m, dtype=torch.bool, device=dev)
         src_out = torch.full((m,), _PARENT, dtype=torch.int64, device=dev)
         records = []
-        for j in range(int(depth_eff_host.max())):
+        for j in range(max_depth):
             Kj = shape.widths[j]
             kk = (k + j).clamp(max=self.stop - 1)
             a, b, sig = sch["a"][kk][:, None], sch["b"][kk][:, None], sch["sigma"][kk]
