@@ -94,9 +94,11 @@ class MutantVerifier(BuiltinVerifier):
     def __repr__(self) -> str:
         return f"MutantVerifier({self.name!r}, K={self.K_hint})"
 
-    def expected_acceptance(self, K: int, delta: float) -> float:
+    def expected_acceptance(self, K: int, delta: float):
         from .exact.acceptance import acceptance
 
+        if self.imitates is None:  # the author declares nothing
+            return None
         if self.imitates == "rmc":
             return float(acceptance("rmc", 1, delta))
         return float(acceptance(self.imitates, K, delta))
@@ -120,15 +122,28 @@ def _single_draft_residual(delta, u):
 
 
 def _rank_rule(*, select="sorted", w_select=None, w_correct=None, ratio="g", residual="g",
-               orth="selected", residual_round=None, claim_child=False):
-    """Return a RASS-like rule with the given pieces (``None`` weights mean optimal)."""
+               orth="selected", residual_round=None, claim_child=False, delta_used="row", ratio_scale=None,
+               write_back=False):
+    """Return a RASS-like rule with the given pieces (``None`` weights mean optimal).
+
+    ``delta_used="row0"`` uses row 0's delta for every row; ``ratio_scale="sigma"`` evaluates the
+    ratio at ``sigma * s`` (the projection not divided by ``sigma``); ``residual`` may also be
+    ``"cached"`` (the residual law of the first call's first row, cached per ``K``),
+    ``"coarse32"`` (a 256-entry nearest-entry table on float32 inputs) or ``"truncated4"``
+    (draws beyond 4 of the residual's target sd redrawn); ``orth`` may be ``"box_muller"``,
+    ``"roll"`` or ``"sign_tied"``; ``write_back`` writes corrections into ``children``.
+    """
     from .exact import batch as eb
+
+    cache = {}
 
     def rule(children, mu_draft, mu_target, sigma, rng):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
         n, K = batch.n, batch.K
         u = draw_uniforms(batch, 3)
         delta = batch.delta.astype(np.float64)
+        if delta_used == "row0":
+            delta = np.full_like(delta, delta[0])
         accepted = batch.degenerate.copy()
         chosen = np.zeros(n, dtype=np.int64)
         live = np.flatnonzero(~accepted)
@@ -136,7 +151,7 @@ def _rank_rule(*, select="sorted", w_select=None, w_correct=None, ratio="g", res
             return finish(batch, chosen, accepted, np.empty(0))
         d, s = delta[live], batch.s[live]
         ws = resolve_weights("optimal" if w_select is None else w_select(K), K, d)
-        wc = ws if w_correct is None else resolve_weights(w_correct(K, ws), K, d)
+        wc = ws if w_correct is None else np.ascontiguousarray(w_correct(K, ws))  # reversed valid weights
         if select == "sorted":
             child, _ = select_rank(s, ws, u[live, 0])
         elif select == "drafting":
@@ -147,6 +162,8 @@ def _rank_rule(*, select="sorted", w_select=None, w_correct=None, ratio="g", res
         else:  # pragma: no cover - programming error
             raise AssertionError(select)
         s_sel = s[np.arange(live.size), child]
+        if ratio_scale == "sigma":
+            s_sel = s_sel * batch.frame.sigma[live]
         if ratio == "g":
             log_ratio = eb.target_logpdf(d, s_sel) - eb.selected_logpdf(wc, d, s_sel)
         elif ratio == "phi":
@@ -167,6 +184,20 @@ def _rank_rule(*, select="sorted", w_select=None, w_correct=None, ratio="g", res
             new_s = _single_draft_residual(d_rej, u_rej)
         elif residual == "target":
             new_s = d_rej + ndtri(u_rej)
+        elif residual == "cached":
+            d0 = cache.setdefault(K, float(d[0]))
+            new_s = draw_rass_residual(resolve_weights("optimal", K, np.array([d0])), np.full_like(d_rej, d0), u_rej)
+        elif residual == "coarse32":
+            if batch.children.dtype == np.float32:
+                u_rej = (np.floor(u_rej * 256) + 0.5) / 256
+            new_s = draw_rass_residual(wc[rej] if wc.ndim == 2 else wc, d_rej, u_rej)
+        elif residual == "truncated4":
+            new_s = np.asarray(draw_rass_residual(wc[rej] if wc.ndim == 2 else wc, d_rej, u_rej), dtype=np.float64)
+            out = np.flatnonzero(np.abs(new_s - d_rej) > 4.0)
+            while out.size:
+                w_out = (wc[rej] if wc.ndim == 2 else np.broadcast_to(wc, (rej.sum(), K)))[out]
+                new_s[out] = draw_rass_residual(np.ascontiguousarray(w_out), d_rej[out], batch.rng.random(out.size))
+                out = out[np.abs(new_s[out] - d_rej[out]) > 4.0]
         else:  # pragma: no cover
             raise AssertionError(residual)
         new_s = np.asarray(new_s, dtype=np.float64)
@@ -178,13 +209,45 @@ def _rank_rule(*, select="sorted", w_select=None, w_correct=None, ratio="g", res
             z_perp = np.zeros_like(e)
         elif orth == "unprojected":
             z_perp = batch.rng.standard_normal(e.shape)
+        elif orth in ("box_muller", "roll", "sign_tied"):
+            z_perp = _orth_variant(orth, batch, chosen, rejected, new_s, d_rej, u_rej)
         res = finish(batch, chosen, accepted, new_s, rejected, z_perp)
+        if write_back:
+            batch.children[rejected, chosen[rejected]] = res.states[rejected]
+            return VerifierResult(res.states, np.ones(n, dtype=bool), chosen.copy())
         if claim_child:
             chosen[batch.degenerate] = 0
             return VerifierResult(res.states, np.ones(n, dtype=bool), chosen)
         return res
 
     return rule
+
+
+def _selected_zperp(batch, chosen, rows):
+    """``z_perp`` of the chosen child of ``rows`` (standardised, float64)."""
+    x = batch.children[rows, chosen[rows]].astype(np.float64)
+    z = (x - batch.frame.mu_draft[rows]) / batch.frame.sigma[rows, None]
+    e = batch.frame.direction[rows]
+    return z - np.einsum("nd,nd->n", z, e)[:, None] * e
+
+
+def _orth_variant(kind, batch, chosen, rejected, new_s, d_rej, u_res):
+    """The wrong orthogonal parts of the correction branch (see the factories)."""
+    e = batch.frame.direction[rejected]
+    if kind == "box_muller":
+        g = batch.rng.standard_normal(e.shape)
+        radius = np.sqrt(-2.0 * np.log(batch.rng.random(rejected.size)))
+        g[:, 0] = radius * np.cos(2 * np.pi * u_res)
+        if g.shape[1] > 1:
+            g[:, 1] = radius * np.sin(2 * np.pi * u_res)
+        return g - np.einsum("nd,nd->n", g, e)[:, None] * e
+    if kind == "roll":
+        return _selected_zperp(batch, chosen, (rejected - 1) % batch.n)
+    zp = _selected_zperp(batch, chosen, rejected)  # "sign_tied"
+    a = np.zeros(e.shape[1])
+    a[0] = 1.0
+    side = np.sign(zp @ a) * np.sign(new_s - d_rej)
+    return zp * np.where(side == 0, 1.0, side)[:, None]
 
 
 def _dgrs_rule(*, order="drafting", levels="recursive"):
@@ -424,3 +487,157 @@ def claims_child_after_correction(K: int = 4):
     acceptance count (always 1).
     """
     return MutantVerifier("claims_child_after_correction", K, _rank_rule(claim_child=True))
+
+
+# ----------------------------------------------------------------------------------------------
+# bugs that only heterogeneous batches, other dtypes, read-only inputs, whole-state statistics or
+# row-independence tests can see (issue 9); each is exact on the old single-node float64 batch
+
+
+@_register("row0_delta_for_batch", catches="s, acceptance (heterogeneous rows)")
+def row0_delta_for_batch(K: int = 4):
+    """RASS that reads ``delta`` from row 0 and uses it for the whole batch (weights, ratio, residual).
+
+    Wrong: every row has its own node; rows whose delta differs from row 0's are accepted and
+    corrected against the wrong target.  Plausible: ``delta = float(delta[0])`` written for a
+    batch that was assumed to share one node.  Exact on a homogeneous batch.  Caught by ``s`` and
+    the per-group acceptance counts.
+    """
+    return MutantVerifier("row0_delta_for_batch", K, _rank_rule(delta_used="row0"))
+
+
+@_register("residual_table_cached_by_K", catches="s (heterogeneous rows, nodes change between calls)")
+def residual_table_cached_by_K(K: int = 4):
+    """RASS whose residual table is built on the first call and cached under the key ``K`` only.
+
+    Wrong: the residual law depends on ``delta``; every later row is corrected from the first
+    row's residual.  Plausible: a memo dictionary keyed on the number of drafts.  Exact while
+    every node is the same.  Caught by ``s``.
+    """
+    return MutantVerifier("residual_table_cached_by_K", K, _rank_rule(residual="cached"))
+
+
+@_register("sigma_not_divided_in_ratio", catches="s, acceptance (sigma != 1)")
+def sigma_not_divided_in_ratio(K: int = 4):
+    """RASS whose acceptance ratio is evaluated at ``<x - mu_draft, e>`` instead of ``<x - mu_draft, e> / sigma``.
+
+    Wrong: the ratio is off for every ``sigma != 1``.  Plausible: the division is done in the state update and
+    forgotten in the ratio.  Exact at ``sigma = 1``.  Caught by ``s`` and the acceptance counts.
+    """
+    return MutantVerifier("sigma_not_divided_in_ratio", K, _rank_rule(ratio_scale="sigma"))
+
+
+@_register("float32_coarse_residual", catches="float32 pass: s fine bins")
+def float32_coarse_residual(K: int = 4):
+    """RASS whose float32 path draws the residual from a 256-entry table (nearest entry).
+
+    Wrong: on float32 inputs the correction's ``s'`` takes 256 values per node (an atomic law);
+    the float64 path is exact.  Plausible: a fast low-precision kernel with a lookup table.
+    Caught by a float32 pass only (fine-bin chi-square of ``s``).
+    """
+    return MutantVerifier("float32_coarse_residual", K, _rank_rule(residual="coarse32"))
+
+
+@_register("correction_written_into_children", catches="contract (mutated_input)")
+def correction_written_into_children(K: int = 4):
+    """RASS that writes its correction into ``children`` in place and reports every row as accepted.
+
+    Wrong: the verifier must not modify its inputs, and a corrected row is not accepted.
+    Plausible: an in-place update to save memory.  With writable inputs the "accepted state is a
+    child" check compares against the mutated array and passes, and the law is exact.  Caught by
+    the read-only inputs (``mutated_input``).
+    """
+    return MutantVerifier("correction_written_into_children", K, _rank_rule(write_back=True))
+
+
+def _always_accept_first(children, mu_draft, mu_target, sigma, rng):
+    batch = prepare(children, mu_draft, mu_target, sigma, rng, project=False)
+    n = batch.n
+    return VerifierResult(np.array(batch.children[:, 0], copy=True), np.ones(n, dtype=bool), np.zeros(n, np.int64))
+
+
+@_register("always_accept_first", catches="s, acceptance_bound (no declared acceptance)")
+def always_accept_first(K: int = 4):
+    """Commit child 0 on every row and declare no expected acceptance.
+
+    Wrong: the output is the draft, not the target, and an acceptance of 1 exceeds the
+    list-coupling bound at every ``delta > 0``.  Plausible: a stub verifier left in a pipeline.
+    Caught by ``s`` and by ``acceptance_bound`` even though nothing is declared.
+    """
+    return MutantVerifier("always_accept_first", K, _always_accept_first, imitates=None)
+
+
+@_register("box_muller_angle_reuses_residual_uniform", catches="xcov_s, joint_s_dir0")
+def box_muller_angle_reuses_residual_uniform(K: int = 4):
+    """RASS with fresh orthogonal noise whose Box-Muller angle is ``2 pi u`` with the residual's own ``u``.
+
+    Wrong: on the correction branch the direction of ``z_perp`` is a function of the new ``s'``;
+    every marginal (``s``, ``||z_perp||^2``, any single direction) stays exact.  Plausible: one
+    uniform reused for two draws.  Caught by the cross-covariance of ``s - delta`` with
+    ``z_perp`` and the joint ``(s, <v, z>)`` histogram.
+    """
+    return MutantVerifier("box_muller_angle_reuses_residual_uniform", K, _rank_rule(orth="box_muller"))
+
+
+@_register("residual_truncated_at_4sd", catches="grid/large_delta:s_hi4 (far tails)")
+def residual_truncated_at_4sd(K: int = 4):
+    """RASS whose residual table covers ``|s' - delta| <= 4`` only (draws outside are redrawn).
+
+    Wrong: the target's mass beyond 4 sd (``Phi(-4) = 3.2e-5`` per side) is missing on the
+    correction branch, which carries the right tail at large delta.  Plausible: a tabulated
+    inverse CDF on a finite grid.  Invisible to binned tests (one bin beyond 3.5 sd).  Caught by
+    the far-tail count of ``s - delta > 4`` over large-delta rows, pooled over the grid.
+    """
+    return MutantVerifier("residual_truncated_at_4sd", K, _rank_rule(residual="truncated4"))
+
+
+@_register("zperp_from_previous_row", catches="s, indep_next (heterogeneous rows)")
+def zperp_from_previous_row(K: int = 4):
+    """RASS whose correction takes ``z_perp`` from row ``i - 1`` (an off-by-one index).
+
+    Wrong: the orthogonal part belongs to another node (not orthogonal to this row's ``e``) and
+    couples neighbouring rows.  Plausible: ``zp[rows - 1]`` for ``zp[rows]``.  On a homogeneous
+    batch every row's law is exact and only the rows' independence breaks.  Caught by ``s``
+    (heterogeneous directions) and ``indep_next``.
+    """
+    return MutantVerifier("zperp_from_previous_row", K, _rank_rule(orth="roll"))
+
+
+def _sharded_same_seed(inner):
+    def rule(children, mu_draft, mu_target, sigma, rng):
+        gen = np.random.default_rng(rng)
+        seed = int(gen.integers(0, 2**63 - 1))
+        n = np.shape(children)[0]
+        parts = np.array_split(np.arange(n), 2) if n > 1 else [np.arange(n)]
+        sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), (n,))
+        outs = [inner(children[p], mu_draft[p], mu_target[p], sig[p], np.random.default_rng(seed))
+                for p in parts if p.size]
+        return VerifierResult(np.concatenate([o.states for o in outs]), np.concatenate([o.accepted for o in outs]),
+                              np.concatenate([o.child_index for o in outs]))
+
+    return rule
+
+
+@_register("two_shards_same_seed", catches="indep_half")
+def two_shards_same_seed(K: int = 4):
+    """Exact RASS run on two shards of the batch, each with a generator seeded by the same seed.
+
+    Wrong: row ``i`` and row ``i + ceil(n/2)`` use the same uniforms, so the batch is dependent
+    although every row's law is exact.  Plausible: per-device shards seeded identically.
+    Caught by the rank correlation of paired rows ``(i, i + n/2)``.
+    """
+    from .verifiers import rass
+
+    return MutantVerifier("two_shards_same_seed", K, _sharded_same_seed(rass()))
+
+
+@_register("zperp_sign_tied_to_s", catches="xcov_s")
+def zperp_sign_tied_to_s(K: int = 4):
+    """RASS whose corrected ``z_perp`` is flipped to the side of the first axis given by ``sign(s' - delta)``.
+
+    Wrong: the sign of ``<a, z_perp>`` equals the sign of ``s - delta`` on the correction branch;
+    ``s``, ``||z_perp||`` and every single direction keep their laws.  Plausible: an
+    "orientation-consistent" reflection heuristic.  Caught by the cross-covariance of
+    ``s - delta`` with ``z_perp``.
+    """
+    return MutantVerifier("zperp_sign_tied_to_s", K, _rank_rule(orth="sign_tied"))

@@ -13,7 +13,8 @@ MODULE = textwrap.dedent('''
 
     def resample(children, mu_draft, mu_target, sigma, rng):
         n, K, d = children.shape
-        return SimpleNamespace(states=mu_target + sigma * rng.standard_normal((n, d)),
+        sig = np.broadcast_to(np.asarray(sigma, dtype=float), (n,))[:, None]
+        return SimpleNamespace(states=mu_target + sig * rng.standard_normal((n, d)),
                                accepted=np.zeros(n, bool), child_index=np.full(n, -1))
 
     def make_resample():
@@ -22,7 +23,8 @@ MODULE = textwrap.dedent('''
     class Inflated:
         def __call__(self, children, mu_draft, mu_target, sigma, rng):
             n, K, d = children.shape
-            return SimpleNamespace(states=mu_target + 1.2 * sigma * rng.standard_normal((n, d)),
+            sig = np.broadcast_to(np.asarray(sigma, dtype=float), (n,))[:, None]
+            return SimpleNamespace(states=mu_target + 1.2 * sig * rng.standard_normal((n, d)),
                                    accepted=np.zeros(n, bool), child_index=np.full(n, -1))
 
     NOT_CALLABLE = 3
@@ -36,7 +38,7 @@ def target_module(tmp_path, monkeypatch):
     return "cli_target_mod"
 
 
-FAST = ["--n-samples", "5000", "--chunk-size", "5000"]
+FAST = ["--n-samples", "5000", "--chunk-size", "5000", "--seed", "1", "--K", "4", "--delta", "0.5"]
 
 
 def test_check_passes_with_verifier_and_factory(target_module, tmp_path):
@@ -50,13 +52,20 @@ def test_check_passes_with_verifier_and_factory(target_module, tmp_path):
 
 
 def test_check_fails_with_exit_code_one(target_module):
-    res = CliRunner().invoke(main, ["check", f"{target_module}:Inflated", "--n-samples", "20000"])
+    res = CliRunner().invoke(main, ["check", f"{target_module}:Inflated", *FAST])
     assert res.exit_code == 1, res.output
     assert "FAIL" in res.output
 
 
+def test_default_check_is_the_grid_with_a_printed_seed(target_module):
+    res = CliRunner().invoke(main, ["check", f"{target_module}:resample", "--n-samples", "2000",
+                                    "--chunk-size", "2000", "--dtype", "float64"])
+    assert res.exit_code == 0, res.output
+    assert "certify" in res.output and "random seed" in res.output and "took the correction branch" in res.output
+
+
 def test_builtin_rule_by_factory():
-    res = CliRunner().invoke(main, ["check", "rass_theory.verifiers:rmc", "--K", "1", *FAST])
+    res = CliRunner().invoke(main, ["check", "rass_theory.verifiers:rmc", *FAST, "--K", "1"])
     assert res.exit_code == 0, res.output
 
 
@@ -75,6 +84,8 @@ def test_unusable_targets_exit_two_without_traceback(target_module, target, mess
 def test_bad_harness_argument_exits_two(target_module):
     res = CliRunner().invoke(main, ["check", f"{target_module}:resample", "--dim", "0", *FAST])
     assert res.exit_code == 2 and "dim" in res.output
+    res = CliRunner().invoke(main, ["check", f"{target_module}:resample", "--dtype", "float16", *FAST])
+    assert res.exit_code == 2 and "dtype" in res.output
     res = CliRunner().invoke(main, ["check", f"{target_module}:resample", "--n-samples", "abc"])
     assert res.exit_code == 2 and "--n-samples" in res.output
 
@@ -82,8 +93,9 @@ def test_bad_harness_argument_exits_two(target_module):
 def test_certify_grid(target_module, tmp_path):
     out = tmp_path / "grid.json"
     res = CliRunner().invoke(main, ["certify", f"{target_module}:resample", "--K", "2,4", "--delta", "0,1",
-                                    *FAST, "--json", str(out)])
+                                    "--n-samples", "3000", "--chunk-size", "3000", "--seed", "1", "--json", str(out)])
     assert res.exit_code == 0, res.output
     data = json.loads(out.read_text())
     assert len(data["cells"]) == 4 and data["passed"] is True
-    assert data["n_tests"] == 4 * len([t for t in data["cells"][0]["tests"] if t["name"] != "contract"])
+    per_cell = len([t for t in data["cells"][0]["tests"] if t["name"] != "contract"])
+    assert data["n_tests"] == 4 * per_cell + 20 and data["seed"] == 1  # + the grid-pooled far tails

@@ -84,13 +84,17 @@ def _parse_list(text: str, kind, name: str):
 def _common_options(f):
     options = [
         click.option("--n-samples", type=str, default=None,
-                     help="Nodes verified per cell (e.g. 1e6; default: the harness default, 1,000,000)."),
+                     help="Nodes verified per cell and dtype (e.g. 1e6; default: the harness default, 200,000)."),
         click.option("--alpha", type=float, default=1e-3, show_default=True, help="Family-wise false-fail rate."),
-        click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw."),
+        click.option("--seed", type=int, default=None,
+                     help="Seed of every random draw (default: a fresh seed, printed so the run can be repeated)."),
         click.option("--backend", type=click.Choice(["numpy", "torch", "dask"]), default="numpy", show_default=True),
         click.option("--device", type=str, default=None, help="torch device for --backend torch."),
         click.option("--chunk-size", type=int, default=None, help="Rows per chunk (default 100,000)."),
-        click.option("--sigma", type=float, default=1.0, show_default=True),
+        click.option("--sigma", type=float, default=None,
+                     help="Fixed kernel scale (default: per-row scales log-uniform on [0.1, 10])."),
+        click.option("--dtype", "dtypes", type=str, default="float64,float32", show_default=True,
+                     help="Comma-separated precision passes (bfloat16 needs --backend torch)."),
         click.option("--as", "mode", type=click.Choice(["auto", "verifier", "factory"]), default="auto",
                      show_default=True, help="How to read TARGET (see --help text above)."),
         click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
@@ -113,8 +117,9 @@ def _n_samples(text):
     return int(value)
 
 
-def _harness_kwargs(n_samples, alpha, seed, backend, device, chunk_size, sigma):
-    kw = {"alpha": alpha, "rng": seed, "backend": backend, "sigma": sigma}
+def _harness_kwargs(n_samples, alpha, seed, backend, device, chunk_size, sigma, dtypes):
+    kw = {"alpha": alpha, "rng": seed, "backend": backend, "sigma": sigma,
+          "dtype": tuple(_parse_list(dtypes, str, "--dtype"))}
     if n_samples is not None:
         kw["n_samples"] = n_samples
     if device is not None:
@@ -132,8 +137,10 @@ def _write_json(path, payload):
 
 @click.command("check")
 @click.argument("target")
-@click.option("--K", "K", type=int, default=4, show_default=True, help="Children per node.")
-@click.option("--delta", type=float, default=0.5, show_default=True, help="Standardised mean displacement.")
+@click.option("--K", "K", type=int, default=None,
+              help="Children per node (default: the grid K in {2, 4}, or the verifier's fixed K).")
+@click.option("--delta", type=float, default=None,
+              help="Named delta (default: the grid delta in {0.5, 1, 2}); other rows spread around it.")
 @click.option("--dim", type=int, default=8, show_default=True, help="State dimension.")
 @click.option("--expected-acceptance", type=float, default=None,
               help="Exact acceptance to test against (built-in rules supply their own).")
@@ -142,20 +149,26 @@ def _write_json(path, payload):
 @click.option("--progress/--no-progress", default=False)
 @_common_options
 def check(target, K, delta, dim, expected_acceptance, checkpoint, progress, n_samples, alpha, seed, backend, device,
-          chunk_size, sigma, mode, json_path):
-    """Test whether the verifier TARGET (package.module:callable) is exact; exit 1 if not."""
+          chunk_size, sigma, dtypes, mode, json_path):
+    """Test whether the verifier TARGET (package.module:callable) is exact; exit 1 if not.
+
+    Without --K and --delta the default grid runs (one Holm family over every cell).
+    """
     from rich.console import Console
 
     from ..stats.harness import check_exactness
 
     verifier = load_verifier(target, mode)
-    kw = _harness_kwargs(_n_samples(n_samples), alpha, seed, backend, device, chunk_size, sigma)
+    kw = _harness_kwargs(_n_samples(n_samples), alpha, seed, backend, device, chunk_size, sigma, dtypes)
     try:
         report = check_exactness(verifier, K=K, delta=delta, dim=dim, expected_acceptance=expected_acceptance,
                                  checkpoint=checkpoint, progress=progress, **kw)
     except (ValueError, TypeError) as exc:
         raise TargetError(str(exc)) from None
-    Console(width=200).print(report.to_rich_table())
+    console = Console(width=200)
+    console.print(report.to_rich_table())
+    console.print(f"seed {report.seed} (--seed {report.seed} repeats this run); "
+                  f"{report.correction_fraction:.1%} of rows took the correction branch")
     _write_json(json_path, report.to_dict())
     sys.exit(0 if report.passed else 1)
 
@@ -163,10 +176,10 @@ def check(target, K, delta, dim, expected_acceptance, checkpoint, progress, n_sa
 @click.command("certify")
 @click.argument("target")
 @click.option("--K", "K", type=str, default="2,4", show_default=True, help="Comma-separated K values.")
-@click.option("--delta", type=str, default="0,0.5,2", show_default=True, help="Comma-separated delta values.")
+@click.option("--delta", type=str, default="0.5,1,2", show_default=True, help="Comma-separated delta values.")
 @click.option("--dim", type=str, default="8", show_default=True, help="Comma-separated dimensions.")
 @_common_options
-def certify(target, K, delta, dim, n_samples, alpha, seed, backend, device, chunk_size, sigma, mode, json_path):
+def certify(target, K, delta, dim, n_samples, alpha, seed, backend, device, chunk_size, sigma, dtypes, mode, json_path):
     """Certify TARGET over the grid K x delta x dim (Holm across the whole grid); exit 1 on failure."""
     from rich.console import Console
 
@@ -177,7 +190,7 @@ def certify(target, K, delta, dim, n_samples, alpha, seed, backend, device, chun
     deltas = _parse_list(delta, float, "--delta")
     dims = _parse_list(dim, int, "--dim")
     cells = [(k, d, m) for k in Ks for d in deltas for m in dims]
-    kw = _harness_kwargs(_n_samples(n_samples), alpha, seed, backend, device, chunk_size, sigma)
+    kw = _harness_kwargs(_n_samples(n_samples), alpha, seed, backend, device, chunk_size, sigma, dtypes)
     try:
         result = run_certify(verifier, cells, show=True, console=Console(width=200), **kw)
     except (ValueError, TypeError) as exc:

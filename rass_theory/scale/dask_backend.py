@@ -94,7 +94,8 @@ def run_chunks_dask(verifier, node, specs, *, address=None, n_workers: int = 2, 
 
     Notes
     -----
-    Exceptions raised by the verifier on a worker propagate (re-raised by ``Future.result``).
+    Exceptions raised by the verifier are recorded by the inner runner as violations (as in one
+    process); other exceptions on a worker propagate (re-raised by ``Future.result``).
     """
     from .._validation import check_positive_int
 
@@ -127,7 +128,7 @@ def _stream(verifier, node, specs, address, n_workers, inner, device, processes,
         def submit(i):
             spec = specs[i]
             futures[i] = client.submit(run_one_chunk, v_future, n_future, spec, inner, device,
-                                       key=f"rass-chunk-{token}-{spec.index}", pure=False)
+                                       key=f"rass-chunk-{token}-{spec.pass_index}-{spec.index}", pure=False)
 
         for i in range(min(window, len(specs))):
             submit(i)

@@ -5,8 +5,9 @@ of the next chunk to run, whether the run is complete, the format version and a 
 of everything that determines the counts (node, seed, chunking, statistics, backend, verifier).
 It is written to a temporary file in the same directory and moved into place with ``os.replace``,
 so a reader sees either the previous or the new checkpoint, never a torn one.  Because chunk ``i``
-always uses the stream ``SeedSequence(seed, spawn_key=(1, i))``, a resumed run ends with exactly
-the counts of an uninterrupted one.
+always uses its own streams (``rass_theory.stats.node``), a resumed run ends with exactly the counts
+of an uninterrupted one.  A run has one counts object per dtype pass, stored under the prefixes
+``p0_``, ``p1_``, ...; the chunk position counts through all passes in order.
 """
 from __future__ import annotations
 
@@ -21,14 +22,21 @@ from .streaming import ExactnessCounts
 
 __all__ = ["FORMAT_VERSION", "save_checkpoint", "load_checkpoint"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _MAGIC = "rass_theory.check_exactness"
 
 
-def save_checkpoint(path, counts: ExactnessCounts, next_chunk: int, fingerprint: dict, complete: bool = False) -> None:
-    """Write ``counts`` and ``next_chunk`` to ``path`` atomically (temp file + ``os.replace``)."""
+def save_checkpoint(path, counts, next_chunk: int, fingerprint: dict, complete: bool = False) -> None:
+    """Write the per-pass ``counts`` (a list) and ``next_chunk`` to ``path`` atomically (temp file + ``os.replace``).
+
+    ``next_chunk`` is the position in the run's plan (all chunks of pass 0, then of pass 1, ...).
+    """
     path = os.fspath(path)
-    arrays = counts.to_arrays()
+    counts = [counts] if isinstance(counts, ExactnessCounts) else list(counts)
+    arrays = {}
+    for p, c in enumerate(counts):
+        arrays.update(c.to_arrays(prefix=f"p{p}_"))
+    arrays["ckpt_n_passes"] = np.asarray(len(counts))
     arrays.update({
         "ckpt_magic": np.asarray(_MAGIC),
         "ckpt_version": np.asarray(FORMAT_VERSION),
@@ -50,12 +58,12 @@ def save_checkpoint(path, counts: ExactnessCounts, next_chunk: int, fingerprint:
         raise
 
 
-def load_checkpoint(path, fingerprint: dict):
+def load_checkpoint(path, fingerprint: dict, node, n_passes: int = 1):
     """Read a checkpoint written for the same configuration.
 
     Returns
     -------
-    None or (ExactnessCounts, next_chunk, complete)
+    None or (list of ExactnessCounts, next_chunk, complete)
         ``None`` when ``path`` does not exist.
 
     Raises
@@ -83,10 +91,7 @@ def load_checkpoint(path, fingerprint: dict):
                          f"{FORMAT_VERSION}; it was not overwritten")
     try:
         stored = json.loads(str(arrays["ckpt_fingerprint"]))
-        next_chunk = int(arrays["ckpt_next_chunk"])
-        complete = bool(arrays["ckpt_complete"])
-        counts = ExactnessCounts.from_arrays(arrays)
-    except (KeyError, ValueError, TypeError) as exc:
+    except (KeyError, ValueError) as exc:
         raise ValueError(f"checkpoint {path!r} is corrupt ({type(exc).__name__}: {exc}); "
                          "it was not overwritten") from exc
     wanted = json.loads(json.dumps(fingerprint, sort_keys=True))
@@ -96,7 +101,16 @@ def load_checkpoint(path, fingerprint: dict):
                  for k in keys if stored.get(k) != wanted.get(k)]
         raise ValueError(f"checkpoint {path!r} belongs to a different run configuration ("
                          + "; ".join(diffs) + "); it was not overwritten")
-    if next_chunk < 0 or counts.s_counts.size != int(wanted.get("n_bins", counts.s_counts.size)):
+    try:
+        next_chunk = int(arrays["ckpt_next_chunk"])
+        complete = bool(arrays["ckpt_complete"])
+        if int(arrays["ckpt_n_passes"]) != n_passes:
+            raise ValueError(f"{int(arrays['ckpt_n_passes'])} passes stored, {n_passes} expected")
+        counts = [ExactnessCounts.from_arrays(arrays, node, prefix=f"p{p}_") for p in range(n_passes)]
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"checkpoint {path!r} is corrupt ({type(exc).__name__}: {exc}); "
+                         "it was not overwritten") from exc
+    if next_chunk < 0 or counts[0].s_counts.size != int(wanted.get("n_bins", counts[0].s_counts.size)):
         raise ValueError(f"checkpoint {path!r} is corrupt (inconsistent chunk index or bins); "
                          "it was not overwritten")
     return counts, next_chunk, complete

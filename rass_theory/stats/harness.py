@@ -36,20 +36,24 @@ import numpy as np
 from .._validation import check_positive_int, check_probability
 from . import tests as T
 from .checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
-from .node import PERMUTATION_KEY, TARGET_KEY, ChunkSpec, SyntheticNode, chunk_plan, n_chunks_of, stream_seed, sub_seed
+from .node import (DTYPES, PERMUTATION_KEY, TARGET_KEY, ChunkSpec, SyntheticNode, chunk_plan, n_chunks_of,
+                   stream_seed, sub_seed)
 from .power import detectable_ks_distance
 from .report import ExactnessReport, StatisticalTest
-from .streaming import VIOLATION_KINDS, ExactnessCounts
+from .rowstats import counts_from_rows, tail_probability
+from .streaming import INDEP_STATS, MAX_MESSAGES, TAILS, VIOLATION_KINDS, ExactnessCounts
 
-__all__ = ["check_exactness", "certify", "run_chunk_numpy", "counts_from_result", "HarnessConfig",
-           "DEFAULT_N_SAMPLES", "DEFAULT_CHUNK_SIZE", "BACKENDS"]
+__all__ = ["check_exactness", "certify", "run_chunk_numpy", "HarnessConfig", "DEFAULT_N_SAMPLES",
+           "DEFAULT_CHUNK_SIZE", "BACKENDS", "DEFAULT_DTYPES"]
 
-#: Default sample size: for K = 4, dim = 8 it runs in well under 30 s on two cores and rejects
-#: every mutant of :mod:`rass_theory.mutants` (``tests/stats/test_mutants.py``).
-DEFAULT_N_SAMPLES = 1_000_000
+#: Rows per dtype pass of one cell.  The default grid (6 cells x 2 dtypes) of an exact rule runs
+#: in under a minute on two cores (``bench/harness_mutants.py`` prints the time per cell) and
+#: rejects every mutant of :mod:`rass_theory.mutants`.
+DEFAULT_N_SAMPLES = 200_000
 DEFAULT_CHUNK_SIZE = 100_000
 DEFAULT_N_BINS = 4096
 DEFAULT_TWO_SAMPLE_SIZE = 400
+DEFAULT_DTYPES = ("float64", "float32")
 N_CHI2_BINS = 32
 BACKENDS = ("numpy", "torch", "dask")
 _WHOLE_ARRAY_KINDS = {"missing_field", "not_an_array", "shape", "dtype"}
@@ -59,7 +63,10 @@ _WHOLE_ARRAY_KINDS = {"missing_field", "not_an_array", "shape", "dtype"}
 # configuration
 @dataclass(frozen=True)
 class HarnessConfig:
-    """Validated arguments of one harness run (see :func:`check_exactness`)."""
+    """Validated arguments of one harness cell (see :func:`check_exactness`).
+
+    ``expected`` and ``bounds`` hold one value per delta group (``deltas``; NaN: not tested).
+    """
 
     K: int
     delta: float
@@ -67,8 +74,8 @@ class HarnessConfig:
     n_samples: int
     alpha: float
     seed: int
-    expected_acceptance: float | None
-    sigma: float
+    expected: tuple
+    sigma: float | None
     chunk_size: int
     n_directions: int
     n_bins: int
@@ -82,13 +89,21 @@ class HarnessConfig:
     checkpoint_every: int
     progress: bool
     verifier_name: str
+    dtypes: tuple = DEFAULT_DTYPES
+    deltas: tuple = ()
+    bounds: tuple = ()
+
+    @property
+    def expected_acceptance(self):
+        """Declared exact acceptance at the named delta (``None``: not declared)."""
+        return None if not self.expected or math.isnan(self.expected[0]) else self.expected[0]
 
     def fingerprint(self) -> dict:
         """Everything that determines the counts (stored in checkpoints)."""
         return {"format_version": FORMAT_VERSION, "K": self.K, "delta": repr(self.delta), "dim": self.dim,
                 "sigma": repr(self.sigma), "seed": str(self.seed), "n_samples": self.n_samples,
                 "chunk_size": self.chunk_size, "n_directions": self.n_directions, "n_bins": self.n_bins,
-                "two_sample_size": self.two_sample_size, "backend": self.backend,
+                "two_sample_size": self.two_sample_size, "backend": self.backend, "dtypes": list(self.dtypes),
                 "device": None if self.device is None else str(self.device),
                 "verifier": self.verifier_name}
 
@@ -119,26 +134,59 @@ def _seed_entropy(rng) -> int:
     raise TypeError(f"rng must be None, an int, a SeedSequence or a numpy Generator, got {type(rng).__name__}")
 
 
-def resolve_expected_acceptance(verifier, K, delta, expected_acceptance):
-    """The exact acceptance to test against, or ``None``.
-
-    An explicit ``expected_acceptance`` wins; otherwise a built-in verifier's
-    ``expected_acceptance(K, delta)`` method (``None`` when it has no closed form).
-    """
-    if expected_acceptance is not None:
-        return check_probability(expected_acceptance, "expected_acceptance", open_interval=False)
-    attr = getattr(verifier, "expected_acceptance", None)
-    if attr is None:
-        return None
-    value = attr(K, delta) if callable(attr) else attr
+def _probability_or_nan(value, name):
     if value is None:
-        return None
-    return check_probability(float(value), "verifier.expected_acceptance(K, delta)", open_interval=False)
+        return float("nan")
+    return check_probability(float(value), name, open_interval=False)
+
+
+def resolve_expected_acceptance(verifier, K, deltas, expected_acceptance) -> tuple:
+    """The exact acceptance of every delta group (NaN where not declared).
+
+    ``expected_acceptance`` may be a float (the acceptance at the named delta, ``deltas[0]``;
+    the other groups are then untested) or a callable ``(K, delta) -> float``.  Without it, a
+    verifier's own ``expected_acceptance(K, delta)`` method is used for every group (``None``
+    from it means "no closed form"), or its ``expected_acceptance`` number for the named delta.
+    """
+    source = expected_acceptance if expected_acceptance is not None else getattr(verifier, "expected_acceptance", None)
+    name = "expected_acceptance" if expected_acceptance is not None else "verifier.expected_acceptance(K, delta)"
+    if source is None:
+        return tuple(float("nan") for _ in deltas)
+    if callable(source):
+        return tuple(_probability_or_nan(source(K, d), name) for d in deltas)
+    if isinstance(source, bool) or not isinstance(source, numbers.Real):
+        raise TypeError(f"{name} must be a number or a callable (K, delta) -> float, got {type(source).__name__}")
+    return (_probability_or_nan(source, name),) + tuple(float("nan") for _ in deltas[1:])
+
+
+def check_dtypes(dtype, backend) -> tuple:
+    """Validate the ``dtype`` argument: one name or a sequence of names from ``DTYPES``."""
+    names = (dtype,) if isinstance(dtype, str) else dtype
+    try:
+        names = tuple(names)
+    except TypeError:
+        raise TypeError(f"dtype must be a dtype name or a sequence of them, got {dtype!r}") from None
+    if not names:
+        raise ValueError("dtype must name at least one dtype")
+    for nm in names:
+        if nm not in DTYPES:
+            raise ValueError(f"dtype must be among {DTYPES}, got {nm!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"dtype lists a dtype twice: {names}")
+    if "bfloat16" in names and backend == "numpy":
+        raise ValueError("dtype='bfloat16' needs backend='torch' (NumPy has no bfloat16)")
+    return names
+
+
+def _bound(K, delta):
+    from ..exact.bound import acceptance_bound
+
+    return float(acceptance_bound(K, delta)) if delta > 0 else 1.0
 
 
 def _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance, sigma, chunk_size,
             n_directions, n_bins, two_sample_size, n_permutations, false_pass_rate, backend, device,
-            backend_options, checkpoint, checkpoint_every, progress) -> HarnessConfig:
+            backend_options, checkpoint, checkpoint_every, progress, dtype=DEFAULT_DTYPES) -> HarnessConfig:
     if not callable(verifier):
         raise TypeError(f"verifier must be callable (children, mu_draft, mu_target, sigma, rng), "
                         f"got {type(verifier).__name__}")
@@ -146,6 +194,7 @@ def _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance,
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if device is not None and backend == "numpy":
         raise ValueError("device is only used by backend='torch' or 'dask'; got device with backend='numpy'")
+    dtypes = check_dtypes(dtype, backend)
     n_samples = check_positive_int(n_samples, "n_samples", minimum=2)
     alpha = check_probability(alpha, "alpha")
     node_probe = SyntheticNode.build(K, delta, dim, sigma=sigma, n_directions=n_directions, n_bins=n_bins,
@@ -169,12 +218,14 @@ def _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance,
         if os.path.isdir(path):
             raise ValueError(f"checkpoint {path!r} is a directory, expected a file path")
     seed = _seed_entropy(rng)
-    exp = resolve_expected_acceptance(verifier, node_probe.K, node_probe.delta, expected_acceptance)
-    return HarnessConfig(node_probe.K, node_probe.delta, node_probe.dim, n_samples, alpha, seed, exp,
+    deltas = node_probe.deltas
+    expected = resolve_expected_acceptance(verifier, node_probe.K, deltas, expected_acceptance)
+    bounds = tuple(_bound(node_probe.K, d) for d in deltas)
+    return HarnessConfig(node_probe.K, node_probe.delta, node_probe.dim, n_samples, alpha, seed, expected,
                          node_probe.sigma, chunk_size, node_probe.n_directions, node_probe.n_bins,
                          two_sample_size, n_permutations, false_pass_rate, backend, device,
                          dict(backend_options or {}), checkpoint, checkpoint_every, bool(progress),
-                         verifier_name(verifier))
+                         verifier_name(verifier), dtypes, deltas, bounds)
 
 
 def build_node(cfg: HarnessConfig) -> SyntheticNode:
@@ -190,62 +241,149 @@ def _check_contract(result, children):
     return check_contract(result, children)
 
 
-def counts_from_result(node: SyntheticNode, result, children, keep: int = 0) -> ExactnessCounts:
-    """Check one verifier output against the contract and bin its valid rows.
+def _numpy_dtype(name):
+    if name == "float64":
+        return np.float64
+    if name == "float32":
+        return np.float32
+    raise ValueError(f"dtype {name!r} needs backend='torch' (NumPy has no bfloat16)")
 
-    Rows that break the contract (non-finite state, index out of range, ``accepted`` inconsistent
-    with ``child_index``, or a claimed child that is not a bit-for-bit copy) are counted by kind and
-    excluded from every statistic; a whole-array problem (missing field, wrong shape or dtype)
-    excludes the whole chunk.
+
+def call_batches(spec):
+    """``[(start, stop), ...]``: the chunk's verifier calls (small batches first, then the rest)."""
+    bounds, a = [], 0
+    for m in spec.small_batches:
+        bounds.append((a, a + m))
+        a += m
+    bounds.append((a, spec.n))
+    return [(a, b) for a, b in bounds if b > a]
+
+
+def _raised_kind(exc) -> str:
+    text = str(exc).lower()
+    return "mutated_input" if ("read-only" in text or "not writeable" in text or "read only" in text) else "raised"
+
+
+class CallChecker:
+    """Contract check of one verifier call, with the harness's extra clauses.
+
+    Records per-row validity, acceptance and the committed states of a chunk whose rows are
+    verified in several calls.  A call that raises, or whose output has a whole-array problem,
+    invalidates its rows; row problems invalidate the row.  Beyond ``check_contract``: a row
+    marked not accepted whose state equals one of its children bit for bit is an
+    ``uncorrected_copy`` (an exact rule's correction is a continuous draw).
     """
-    n = children.shape[0]
-    violations = np.zeros(len(VIOLATION_KINDS), np.int64)
-    try:
-        issues = _check_contract(result, children)
-    except Exception as exc:  # noqa: BLE001 - a malformed result must fail the run, not crash it
-        violations[VIOLATION_KINDS.index("other")] = n
-        return ExactnessCounts.from_chunk(node, np.zeros((n, node.dim)), np.zeros(n, bool), np.zeros(n, bool),
-                                          violations, (f"[other] contract check failed: {exc}",), keep)
-    messages = tuple(str(i) for i in issues)
-    for issue in issues:
-        kind = issue.kind if issue.kind in VIOLATION_KINDS else "other"
-        violations[VIOLATION_KINDS.index(kind)] += int(issue.n_rows)
-    if any(i.kind in _WHOLE_ARRAY_KINDS for i in issues):
-        return ExactnessCounts.from_chunk(node, np.zeros((n, node.dim)), np.zeros(n, bool), np.zeros(n, bool),
-                                          violations, messages, keep)
-    states = np.asarray(result.states)
-    accepted = np.asarray(result.accepted)
-    index = np.asarray(result.child_index)
-    valid = np.ones(n, dtype=bool)
-    if issues:
+
+    def __init__(self, n, dim, dtype_name):
+        self.states = np.zeros((n, dim))
+        self.valid = np.zeros(n, bool)
+        self.accepted = np.zeros(n, bool)
+        self.violations = np.zeros(len(VIOLATION_KINDS), np.int64)
+        self.messages = []
+        self.dtype_name = dtype_name
+
+    def _note(self, kind, rows, message):
+        self.violations[VIOLATION_KINDS.index(kind)] += int(rows)
+        if len(self.messages) < MAX_MESSAGES and message not in self.messages:
+            self.messages.append(message)
+
+    def raised(self, a, b, exc, kind=None):
+        kind = kind or _raised_kind(exc)
+        what = "wrote into its read-only inputs" if kind == "mutated_input" else "raised"
+        self._note(kind, b - a, f"[{kind}] verifier {what} on a batch of {b - a} row(s) ({self.dtype_name} "
+                                f"inputs): {type(exc).__name__}: {exc}")
+
+    def record(self, a, b, result, children):
+        """Check ``result`` of the call on rows ``a:b`` against ``children`` (NumPy, the dtype given)."""
+        n = b - a
+        try:
+            issues = _check_contract(result, children)
+        except Exception as exc:  # noqa: BLE001 - a malformed result fails the run, not the harness
+            self._note("other", n, f"[other] contract check failed on a batch of {n} row(s): {exc}")
+            return
+        for issue in issues:
+            kind = issue.kind if issue.kind in VIOLATION_KINDS else "other"
+            self._note(kind, issue.n_rows, f"{issue} (batch of {n} row(s), {self.dtype_name})")
+        if any(i.kind in _WHOLE_ARRAY_KINDS for i in issues):
+            return
+        states = np.asarray(result.states)
+        accepted = np.asarray(result.accepted, dtype=bool)
+        index = np.asarray(result.child_index)
         K = children.shape[1]
-        finite = np.isfinite(states).all(axis=1)
-        in_range = (index >= -1) & (index < K)
-        valid = finite & in_range & (accepted == (index != -1))
+        valid = np.isfinite(states).all(axis=1) & (index >= -1) & (index < K) & (accepted == (index != -1))
         rows = np.flatnonzero(valid & accepted)
         same = (states[rows] == children[rows, index[rows]]).all(axis=1)
         valid[rows[~same]] = False
-    z = node.standardise(states)
-    return ExactnessCounts.from_chunk(node, z, valid, accepted, violations, messages, keep)
+        rej = np.flatnonzero(valid & ~accepted)
+        if rej.size:
+            copy = (states[rej, None, :] == children[rej]).all(axis=2).any(axis=1)
+            if copy.any():
+                self._note("uncorrected_copy", int(copy.sum()),
+                           f"[uncorrected_copy] {int(copy.sum())} row(s) marked not accepted return one of "
+                           f"their children unchanged (batch of {n} row(s), {self.dtype_name})")
+                valid[rej[copy]] = False
+        self.states[a:b] = states.astype(np.float64)
+        self.valid[a:b] = valid
+        self.accepted[a:b] = accepted
+
+
+def draw_chunk(node, spec):
+    """The chunk's nodes and children (float64): ``(RowNodes, children (n, K, dim))``.
+
+    Nodes from stream ``sub_seed(spec.seed, 2)``, children ``mu_draft + sigma N(0, I)`` from
+    ``sub_seed(spec.seed, 0)``.  Rows of each small batch share one ``sigma`` (it is passed to the
+    verifier as a Python float there, exercising the scalar form of the contract).
+    """
+    rows = node.draw(np.random.default_rng(sub_seed(spec.seed, 2)), spec.n, spec.dtype)
+    for a, b in call_batches(spec)[:-1]:
+        ratio = rows.sigma[a] / rows.sigma[a:b]
+        rows.sigma[a:b] = rows.sigma[a]
+        rows.mu_target[a:b] = rows.mu_draft[a:b] + ratio[:, None] * (rows.mu_target[a:b] - rows.mu_draft[a:b])
+    noise = np.random.default_rng(sub_seed(spec.seed, 0)).standard_normal((spec.n, node.K, node.dim))
+    children = rows.mu_draft[:, None, :] + rows.sigma[:, None, None] * noise
+    return rows, children
+
+
+def _fallback_e(rows, node):
+    diff = rows.mu_target - rows.mu_draft
+    norm = np.linalg.norm(diff, axis=1)
+    e = np.zeros_like(diff)
+    e[:, 0] = 1.0
+    nz = norm > 0
+    e[nz] = diff[nz] / norm[nz, None]
+    return e
 
 
 def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> ExactnessCounts:
     """Run one chunk on the CPU with NumPy.
 
-    Draws ``children = mu_draft + sigma * N(0, I)`` of shape ``(spec.n, K, dim)`` from the stream
-    ``sub_seed(spec.seed, 0)``, calls ``verifier(children, mu_draft, mu_target, sigma, rng)`` with
-    ``(n, dim)`` copies of the means, the scalar ``sigma`` and ``rng = default_rng(sub_seed(spec.seed, 1))``,
-    and returns :func:`counts_from_result`.  Exceptions raised by the verifier propagate.
+    Draws the chunk (:func:`draw_chunk`), casts children and means to ``spec.dtype``, makes them
+    read-only, and calls ``verifier(children, mu_draft, mu_target, sigma, rng)`` on each batch of
+    :func:`call_batches` with one ``rng = default_rng(sub_seed(spec.seed, 1))``; ``sigma`` is an
+    ``(m,)`` array on the main batch and a Python float on the small ones.  Exceptions raised by the
+    verifier are recorded as violations naming the batch size and dtype (``KeyboardInterrupt``
+    propagates).  Returns the chunk's :func:`~rass_theory.stats.rowstats.counts_from_rows`.
     """
-    n = spec.n
-    children = np.random.default_rng(sub_seed(spec.seed, 0)).standard_normal((n, node.K, node.dim))
-    children *= node.sigma
-    children += node.mu_draft
-    mu_draft = np.tile(node.mu_draft, (n, 1))
-    mu_target = np.tile(node.mu_target, (n, 1))
+    dt = _numpy_dtype(spec.dtype)
+    rows, children64 = draw_chunk(node, spec)
+    children = children64.astype(dt)
+    md, mt, sig = rows.mu_draft.astype(dt), rows.mu_target.astype(dt), rows.sigma.astype(dt)
+    for arr in (children, md, mt, sig):
+        arr.setflags(write=False)
     rng = np.random.default_rng(sub_seed(spec.seed, 1))
-    result = verifier(children, mu_draft, mu_target, node.sigma, rng)
-    return counts_from_result(node, result, children, spec.keep)
+    checker = CallChecker(spec.n, node.dim, spec.dtype)
+    calls = call_batches(spec)
+    for j, (a, b) in enumerate(calls):
+        sigma = sig[a:b] if j == len(calls) - 1 else float(sig[a])
+        try:
+            result = verifier(children[a:b], md[a:b], mt[a:b], sigma, rng)
+        except Exception as exc:  # noqa: BLE001 - the verifier's failure is a verdict, not a crash
+            checker.raised(a, b, exc)
+            continue
+        checker.record(a, b, result, children[a:b])
+    frame = node.frame(md, mt, sig, _fallback_e(rows, node))
+    return counts_from_rows(node, frame, checker.states, checker.valid, checker.accepted, rows.group,
+                            checker.violations, checker.messages, spec.keep, calls[-1:])
 
 
 def _chunk_stream(verifier, node, specs, cfg: HarnessConfig):
@@ -266,43 +404,52 @@ def _chunk_stream(verifier, node, specs, cfg: HarnessConfig):
         yield from run_chunks_dask(verifier, node, list(specs), **options)
 
 
+def run_plan(cfg: HarnessConfig, start: int = 0) -> list:
+    """Every chunk of every dtype pass, in run order, from global position ``start`` on."""
+    specs = []
+    for p, dt in enumerate(cfg.dtypes):
+        specs += chunk_plan(cfg.n_samples, cfg.chunk_size, cfg.seed, cfg.two_sample_size if p == 0 else 0,
+                            dtype=dt, pass_index=p)
+    return specs[start:]
+
+
 def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = None):
-    """Run (or resume) every chunk and return ``(counts, first_chunk_run_here)``.
+    """Run (or resume) every chunk of every pass; return ``(counts per pass, first position run here)``.
 
     With ``cfg.checkpoint`` set, the merged counts are saved atomically every
     ``cfg.checkpoint_every`` chunks, at the end, and when the loop is interrupted by any exception
     (``KeyboardInterrupt`` included), which is then re-raised.
     """
     node = node or build_node(cfg)
-    n_chunks = n_chunks_of(cfg.n_samples, cfg.chunk_size)
+    total = len(cfg.dtypes) * n_chunks_of(cfg.n_samples, cfg.chunk_size)
     fingerprint = cfg.fingerprint()
-    counts, start = ExactnessCounts.empty(node), 0
+    counts, start = [ExactnessCounts.empty(node) for _ in cfg.dtypes], 0
     if cfg.checkpoint is not None:
-        loaded = load_checkpoint(cfg.checkpoint, fingerprint)
+        loaded = load_checkpoint(cfg.checkpoint, fingerprint, node, len(cfg.dtypes))
         if loaded is not None:
             counts, start, complete = loaded
-            if complete or start >= n_chunks:
-                return counts, n_chunks
-    specs = chunk_plan(cfg.n_samples, cfg.chunk_size, cfg.seed, cfg.two_sample_size, start=start)
-    next_chunk, since_save = start, 0
+            if complete or start >= total:
+                return counts, total
+    specs = run_plan(cfg, start)
+    position, since_save = start, 0
     stream = _chunk_stream(verifier, node, specs, cfg)
     t0 = time.perf_counter()
     try:
         for spec, part in zip(specs, stream):
             if part.n_rows != spec.n:
                 raise RuntimeError(f"chunk runner returned {part.n_rows} rows for chunk {spec.index} of {spec.n}")
-            counts = counts.merge(part)
-            next_chunk = spec.index + 1
+            counts[spec.pass_index] = counts[spec.pass_index].merge(part)
+            position += 1
             since_save += 1
-            if cfg.checkpoint is not None and since_save >= cfg.checkpoint_every and next_chunk < n_chunks:
-                save_checkpoint(cfg.checkpoint, counts, next_chunk, fingerprint)
+            if cfg.checkpoint is not None and since_save >= cfg.checkpoint_every and position < total:
+                save_checkpoint(cfg.checkpoint, counts, position, fingerprint)
                 since_save = 0
             if cfg.progress:
-                rate = (counts.n_rows - (start * cfg.chunk_size)) / max(time.perf_counter() - t0, 1e-9)
-                print(f"\rchunk {next_chunk}/{n_chunks}  {rate:,.0f} samples/s", end="", file=sys.stderr)
+                rate = sum(c.n_rows for c in counts) / max(time.perf_counter() - t0, 1e-9)
+                print(f"\rchunk {position}/{total}  {rate:,.0f} samples/s", end="", file=sys.stderr)
     except BaseException:
-        if cfg.checkpoint is not None and next_chunk > start:
-            save_checkpoint(cfg.checkpoint, counts, next_chunk, fingerprint)
+        if cfg.checkpoint is not None and position > start:
+            save_checkpoint(cfg.checkpoint, counts, position, fingerprint)
         raise
     finally:
         close = getattr(stream, "close", None)
@@ -310,23 +457,79 @@ def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = No
             close()
         if cfg.progress:
             print(file=sys.stderr)
-    if next_chunk != n_chunks:
-        raise RuntimeError(f"chunk runner stopped after chunk {next_chunk} of {n_chunks}")
+    if position != total:
+        raise RuntimeError(f"chunk runner stopped after chunk {position} of {total}")
     if cfg.checkpoint is not None:
-        save_checkpoint(cfg.checkpoint, counts, n_chunks, fingerprint, complete=True)
+        save_checkpoint(cfg.checkpoint, counts, total, fingerprint, complete=True)
     return counts, start
 
 
 # ---------------------------------------------------------------------------------------------
 # evaluation
-def _family_size(cfg: HarnessConfig) -> int:
-    per_histogram = 3  # ks, chi2 (32 bins), chi2 (fine bins)
-    m = per_histogram + (1 if cfg.two_sample_size else 0)  # s, energy
-    if cfg.dim > 1:
-        m += per_histogram * (1 + cfg.n_directions) + 1  # rperp, directions, joint
-    if cfg.expected_acceptance is not None:
-        m += 1
-    return m
+def _prefix(p: int, cfg: HarnessConfig) -> str:
+    return "" if p == 0 else f"{cfg.dtypes[p]}:"
+
+
+def test_names(cfg: HarnessConfig) -> list:
+    """Names of the Holm family's tests, in order (``raw_tests`` returns exactly these)."""
+    names = []
+    has_expected = any(not math.isnan(x) for x in cfg.expected)
+    for p in range(len(cfg.dtypes)):
+        pre = _prefix(p, cfg)
+        hist = ["s"]
+        if cfg.dim > 1:
+            hist += ["rperp"] + [f"dir{j}" for j in range(cfg.n_directions)] + (["diag"] if cfg.n_directions else [])
+        for h in hist:
+            names += [f"{pre}{h}_ks", f"{pre}{h}_chi2", f"{pre}{h}_chi2_fine"]
+        if cfg.dim > 1:
+            names.append(f"{pre}joint_chi2")
+            if cfg.n_directions:
+                names.append(f"{pre}joint_s_dir0_chi2")
+            names += [f"{pre}xcov_s", f"{pre}xcov_s2"]
+        names.append(f"{pre}proj_ks")
+        names += [f"{pre}indep_half", f"{pre}indep_next", f"{pre}repeats"]
+        if has_expected:
+            names.append(f"{pre}acceptance_binomial")
+        names.append(f"{pre}acceptance_bound")
+        if p == 0 and cfg.two_sample_size:
+            names.append("energy_two_sample")
+    return names
+
+
+def _tails_apply(stat, dim, n_directions) -> bool:
+    return stat == "t" or (dim > 1 and (stat == "r" or n_directions > 0))
+
+
+def tail_test_names(dim, n_directions, prefix="") -> list:
+    """Names of the far-tail tests (pooled over every pass of the run)."""
+    return [f"{prefix}{sel}{name}" for sel in ("", "large_delta:") for name, stat, _, _ in TAILS
+            if _tails_apply(stat, dim, n_directions)]
+
+
+def tail_tests(counts, dim, n_directions, prefix="") -> list:
+    """Exact binomial tests of the far-tail counts, pooled over ``counts`` (any passes and cells).
+
+    Every valid row's statistic has the same null law whatever its node, so the pooled count is
+    ``Binomial(rows, p)`` with ``p`` from :func:`~rass_theory.stats.rowstats.tail_probability`; the
+    ``large_delta:`` tests count only rows with ``delta >= 2``.
+    """
+    total = sum(c.tail_counts for c in counts)
+    rows = sum(c.tail_rows for c in counts)
+    out = []
+    for col, sel in enumerate(("", "large_delta:")):
+        for k, (name, stat, side, thr) in enumerate(TAILS):
+            if not _tails_apply(stat, dim, n_directions):
+                continue
+            p = tail_probability(side, thr)
+            kk, nn = int(total[k, col]), int(rows[col])
+            t = T.binomial_test(kk, nn, p) if nn else T.TestStatistic(float("nan"), float("nan"), "no rows")
+            out.append((f"{prefix}{sel}{name}", T.TestStatistic(t.statistic, t.pvalue,
+                                                                f"{kk} of {nn} rows beyond, expected {nn * p:.3g}")))
+    return out
+
+
+def _family_size(cfg: HarnessConfig, with_tails: bool = True) -> int:
+    return len(test_names(cfg)) + (len(tail_test_names(cfg.dim, cfg.n_directions)) if with_tails else 0)
 
 
 def _n_permutations(cfg: HarnessConfig) -> int:
@@ -349,32 +552,69 @@ def _histogram_tests(prefix, counts, n_bins) -> list:
             (f"{prefix}_chi2_fine", T.binned_chisquare_test(counts, n_bins, min_expected=5))]
 
 
-def raw_tests(counts: ExactnessCounts, node: SyntheticNode, cfg: HarnessConfig) -> list:
-    """``[(name, TestStatistic)]`` of every statistical test of the family, raw p-values."""
-    out = _histogram_tests("s", counts.s_counts, node.n_bins)
+def _pass_tests(c: ExactnessCounts, node: SyntheticNode, cfg: HarnessConfig, pre: str) -> list:
+    B = node.n_bins
+    out = _histogram_tests(f"{pre}s", c.s_counts, B)
     if node.dim > 1:
-        out += _histogram_tests("rperp", counts.r_counts, node.n_bins)
+        out += _histogram_tests(f"{pre}rperp", c.r_counts, B)
         for j in range(node.n_directions):
-            out += _histogram_tests(f"dir{j}", counts.dir_counts[j], node.n_bins)
-        out.append(("joint_chi2", T.joint_chisquare_test(counts.joint_counts, node.n_bins)))
-    if cfg.expected_acceptance is not None:
-        out.append(("acceptance_binomial", T.binomial_test(counts.n_accepted, counts.n_valid, cfg.expected_acceptance)))
-    if not cfg.two_sample_size:  # the two-sample test was switched off
-        return out
-    m = counts.subsample.shape[0]
-    target = np.random.default_rng(stream_seed(cfg.seed, TARGET_KEY)).standard_normal((max(m, 2), node.dim))
-    target += node.delta * node.direction
-    perm_rng = np.random.default_rng(stream_seed(cfg.seed, PERMUTATION_KEY))
-    out.append(("energy_two_sample", T.energy_test(counts.subsample, target[:m], _n_permutations(cfg), perm_rng)))
+            out += _histogram_tests(f"{pre}dir{j}", c.dir_counts[j], B)
+        if node.n_directions:
+            out += _histogram_tests(f"{pre}diag", c.diag_counts, B)
+        out.append((f"{pre}joint_chi2", T.joint_chisquare_test(c.joint_counts, B)))
+        if node.n_directions:
+            out.append((f"{pre}joint_s_dir0_chi2", T.joint_chisquare_test(c.joint_sd_counts, B)))
+        out.append((f"{pre}xcov_s", T.quadratic_form_test(c.xcov_sums[0], c.xcov_matrix, 1.0, "sum t z_perp: ")))
+        out.append((f"{pre}xcov_s2", T.quadratic_form_test(c.xcov_sums[1], c.xcov_matrix, 2.0,
+                                                            "sum (t^2-1) z_perp: ")))
+    out.append((f"{pre}proj_ks", T.projection_ks_test(c.proj_counts)))
+    for p, label in enumerate(("half", "next")):
+        active = [q for q, nm in enumerate(INDEP_STATS) if nm == "s" or node.dim > 1 and
+                  (nm == "rperp" or node.n_directions)]
+        out.append((f"{pre}indep_{label}", T.independence_test(c.indep_sums[p, active], int(c.indep_pairs[p]), B,
+                                                               [INDEP_STATS[q] for q in active])))
+    if pre.startswith("bfloat16"):  # bfloat16 nodes and states live on a lattice: repeats are expected
+        repeats = T.TestStatistic(float("nan"), float("nan"), "not run on the bfloat16 lattice")
+    else:
+        repeats = T.poisson_excess_test(int(c.repeat_counts.sum()), float(c.repeat_expected.sum()),
+                                        "values closer than 1e-11 within a call: ")
+    out.append((f"{pre}repeats", repeats))
+    labels = [f"{d:g}" for d in cfg.deltas]
+    k, n = c.group_accepted.tolist(), c.group_rows.tolist()
+    if any(not math.isnan(x) for x in cfg.expected):
+        out.append((f"{pre}acceptance_binomial", T.grouped_binomial_test(k, n, list(cfg.expected), labels)))
+    out.append((f"{pre}acceptance_bound", T.bound_exceedance_test(k, n, list(cfg.bounds), labels)))
     return out
 
 
-def contract_test(counts: ExactnessCounts) -> StatisticalTest:
-    bad = counts.n_rows - counts.n_valid
-    ok = bad == 0 and counts.n_rows > 0
-    detail = "all rows satisfy the verifier contract" if ok else (
-        f"{bad} of {counts.n_rows} rows broke the contract: {counts.violation_dict()}; "
-        + " | ".join(counts.messages))
+def raw_tests(counts, node: SyntheticNode, cfg: HarnessConfig) -> list:
+    """``[(name, TestStatistic)]`` of every statistical test of the family, raw p-values."""
+    counts = [counts] if isinstance(counts, ExactnessCounts) else list(counts)
+    out = []
+    for p, c in enumerate(counts):
+        out += _pass_tests(c, node, cfg, _prefix(p, cfg))
+        if p == 0 and cfg.two_sample_size:
+            m = c.subsample.shape[0]
+            target = np.random.default_rng(stream_seed(cfg.seed, TARGET_KEY)).standard_normal((max(m, 2), node.dim))
+            perm_rng = np.random.default_rng(stream_seed(cfg.seed, PERMUTATION_KEY))
+            out.append(("energy_two_sample", T.energy_test(c.subsample, target[:m], _n_permutations(cfg), perm_rng)))
+    return out
+
+
+def contract_test(counts) -> StatisticalTest:
+    counts = [counts] if isinstance(counts, ExactnessCounts) else list(counts)
+    rows = sum(c.n_rows for c in counts)
+    bad = sum(c.n_rows - c.n_valid for c in counts)
+    ok = bad == 0 and rows > 0
+    if ok:
+        detail = "all rows satisfy the verifier contract"
+    else:
+        viol, msgs = {}, []
+        for c in counts:
+            for k, v in c.violation_dict().items():
+                viol[k] = viol.get(k, 0) + v
+            msgs += [m for m in c.messages if m not in msgs]
+        detail = f"{bad} of {rows} rows broke the contract: {viol}; " + " | ".join(msgs[:MAX_MESSAGES])
     return StatisticalTest("contract", float(bad), 1.0 if ok else 0.0, 1.0 if ok else 0.0, ok, detail)
 
 
@@ -383,101 +623,126 @@ def make_report(counts, node, cfg, raw, p_adjusted, reject, elapsed, start_chunk
 
     ``n_family`` is the size of the Holm family (default ``len(raw)``; the grid's for ``certify``).
     """
+    counts = [counts] if isinstance(counts, ExactnessCounts) else list(counts)
     tests = []
     for (name, t), p_adj, rej in zip(raw, p_adjusted, reject):
         ran = not math.isnan(t.pvalue)
-        tests.append(StatisticalTest(name, t.statistic, t.pvalue, float(p_adj), bool(ran and not rej), t.detail))
-    contract = contract_test(counts)
-    tests.append(contract)
-    n_valid = counts.n_valid
-    rate = counts.n_accepted / n_valid if n_valid else float("nan")
-    ci = T.clopper_pearson(counts.n_accepted, n_valid, 1 - cfg.alpha)
-    detectable = (detectable_ks_distance(n_valid, cfg.alpha, max(n_family or len(raw), 1), cfg.false_pass_rate,
+        # a test that could not run (too few rows, nothing declared) does not fail the run by itself;
+        # no valid rows at all means every row broke the contract, which fails it
+        tests.append(StatisticalTest(name, t.statistic, t.pvalue, float(p_adj), bool(not ran or not rej), t.detail))
+    tests.append(contract_test(counts))
+    c0 = counts[0]
+    n_named, k_named = int(c0.group_rows[0]), int(c0.group_accepted[0])
+    rate = k_named / n_named if n_named else float("nan")
+    ci = T.clopper_pearson(k_named, n_named, 1 - cfg.alpha)
+    detectable = (detectable_ks_distance(c0.n_valid, cfg.alpha, max(n_family or len(raw), 1), cfg.false_pass_rate,
                                          node.n_bins)
-                  if n_valid else float("inf"))
+                  if c0.n_valid else float("inf"))
+    valid = sum(c.n_valid for c in counts)
+    corrections = 1.0 - sum(c.n_accepted for c in counts) / valid if valid else float("nan")
+    groups = tuple((d, int(n), (int(k) / int(n)) if n else float("nan"), e)
+                   for d, n, k, e in zip(cfg.deltas, c0.group_rows, c0.group_accepted, cfg.expected))
     passed = all(t.passed for t in tests)
-    return ExactnessReport(passed, tuple(tests), rate, ci, cfg.expected_acceptance, counts.n_rows, n_valid,
+    violations = {}
+    messages = []
+    for c in counts:
+        for k, v in c.violation_dict().items():
+            violations[k] = violations.get(k, 0) + v
+        messages += [m for m in c.messages if m not in messages]
+    return ExactnessReport(passed, tuple(tests), rate, ci, cfg.expected_acceptance, c0.n_rows, c0.n_valid,
                            cfg.alpha, detectable, cfg.false_pass_rate, elapsed, cfg.seed, cfg.K, cfg.delta,
-                           cfg.dim, cfg.sigma, cfg.backend, cfg.verifier_name, counts.violation_dict(),
-                           counts.messages, start_chunk, counts)
+                           cfg.dim, cfg.sigma, cfg.backend, cfg.verifier_name, violations,
+                           tuple(messages[:MAX_MESSAGES]), start_chunk, c0, dtypes=cfg.dtypes,
+                           correction_fraction=corrections, groups=groups,
+                           named_share=float(node.group_probs[0]), pass_counts=tuple(counts))
 
 
 # ---------------------------------------------------------------------------------------------
 # public entry points
-def check_exactness(verifier, K=4, delta=0.5, dim=8, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rng=0,
-                    expected_acceptance=None, *, sigma=1.0, chunk_size=DEFAULT_CHUNK_SIZE, n_directions=None,
+def check_exactness(verifier, K=None, delta=None, dim=8, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rng=None,
+                    expected_acceptance=None, *, sigma=None, chunk_size=DEFAULT_CHUNK_SIZE, n_directions=None,
                     n_bins=DEFAULT_N_BINS, two_sample_size=DEFAULT_TWO_SAMPLE_SIZE, n_permutations=None,
                     false_pass_rate=0.01, backend="numpy", device=None, backend_options=None,
-                    checkpoint=None, checkpoint_every=5, progress=False) -> ExactnessReport:
-    """Test whether ``verifier`` is exact on a synthetic node, with stated power.
+                    checkpoint=None, checkpoint_every=5, progress=False, dtype=DEFAULT_DTYPES):
+    """Test whether ``verifier`` is exact on heterogeneous synthetic nodes, with stated power.
 
     Parameters
     ----------
     verifier : callable
         ``verifier(children (n, K, dim), mu_draft (n, dim), mu_target (n, dim), sigma, rng)`` returning
-        an object with ``states``, ``accepted``, ``child_index`` (DESIGN section 4).  Any callable
-        works; built-in verifiers also provide ``expected_acceptance(K, delta)``.
-    K, delta, dim : node parameters (``delta = 0`` and tiny ``delta`` are allowed).
-    n_samples : int, default 1_000_000
-        Nodes verified.
+        an object with ``states``, ``accepted``, ``child_index``.  ``sigma`` is a scalar or an
+        ``(n,)`` array (both are exercised).  Built-in verifiers also provide
+        ``expected_acceptance(K, delta)``.
+    K, delta : optional
+        The cell.  When either is ``None`` (the default) the run is the default grid
+        (``K in {2, 4}`` or the verifier's fixed ``K``, ``delta in {0.5, 1, 2}``) with one Holm
+        family over every test of every cell, and a :class:`~rass_theory.stats.certify.CertifyResult`
+        is returned; otherwise an :class:`ExactnessReport` of the cell.
+    dim : int, default 8
+    n_samples : int, default 200_000
+        Rows per dtype pass of each cell.  Half the rows have the named ``delta``; the rest are
+        spread over ``spread_deltas(delta)`` (:mod:`rass_theory.stats.node`).
     alpha : float, default 1e-3
         Family-wise false-fail rate of the run (Holm over all statistical tests).
-    rng : int, SeedSequence, Generator or None, default 0
-        Source of the run's seed; every draw descends from it (see :mod:`rass_theory.stats.node`).
-    expected_acceptance : float, optional
-        Exact acceptance probability to test the accepted count against; defaults to
-        ``verifier.expected_acceptance(K, delta)`` when the verifier provides it, else untested.
-    sigma : float, default 1.0
-        Shared kernel scale.
-    chunk_size : int, default 100_000
-        Rows per chunk (memory is ``O(chunk_size * K * dim)``, independent of ``n_samples``).
-    n_directions : int, optional
-        Orthogonal test directions, default ``min(2, dim - 1)``.
-    n_bins : int, default 4096
-        Equiprobable PIT bins of each histogram.
-    two_sample_size : int, default 400
-        States (and direct target draws) in the energy two-sample test; 0 leaves the test out.
-    n_permutations : int, optional
-        Largest number of permutations of the energy test (Besag-Clifford sequential stopping
-        under the null); default ``ceil(1.5 m / alpha)`` clipped to [999, 1e5], so the test can
-        reject on its own inside a Holm family of ``m`` tests.
-    false_pass_rate : float, default 0.01
-        ``beta`` of the reported ``detectable_ks_distance``.
-    backend : {"numpy", "torch", "dask"}
-    device : torch device for ``backend="torch"`` (or the Dask workers' torch device).
-    backend_options : dict, optional
-        Passed to ``run_chunks_dask`` (``address``, ``n_workers``, ``inner``).
-    checkpoint : path, optional
-        ``.npz`` checkpoint file: resumed from when it exists and matches this configuration
-        (``ValueError`` otherwise; never overwritten then), written every ``checkpoint_every``
-        chunks, at the end and on interruption.
-    checkpoint_every : int, default 5
-    progress : bool
-        Print chunk progress to stderr.
+    rng : int, SeedSequence, Generator or None, default None
+        Source of the run's seed.  ``None`` draws a fresh seed and prints it to stderr; the
+        report's ``seed`` reproduces the run.
+    expected_acceptance : float or callable, optional
+        Exact acceptance at the named delta (float), or ``(K, delta) -> float`` for every delta
+        group; defaults to ``verifier.expected_acceptance``.  Without one, only the
+        list-coupling bound is tested.
+    sigma : float, optional
+        A fixed kernel scale; default: per-row scales log-uniform on [0.1, 10].
+    dtype : str or sequence of str, default ("float64", "float32")
+        Precision passes; ``"bfloat16"`` needs ``backend="torch"``.  Every pass has its own tests
+        (prefixed ``"float32:"`` etc.).
+    chunk_size, n_directions, n_bins, two_sample_size, n_permutations, false_pass_rate, backend,
+    device, backend_options, checkpoint, checkpoint_every, progress
+        As before: chunking (memory ``O(chunk_size * K * dim)``), test directions (default
+        ``min(2, dim - 1)``), PIT bins, energy-test sample, its permutations, the ``beta`` of the
+        stated power, ``"numpy" | "torch" | "dask"``, the torch device, Dask options, an ``.npz``
+        checkpoint (for the grid, one file per cell: ``<stem>.cell<i><suffix>``), its period and
+        a progress line.
 
     Returns
     -------
-    ExactnessReport
+    ExactnessReport or CertifyResult
 
     Notes
     -----
-    Under an exact rule the committed state is ``N(mu_target, sigma^2 I)`` (DESIGN section 2,
-    proof ``P1-rank1-reduction``): ``s - delta ~ N(0,1)``, ``||z_perp||^2 ~ chi^2(dim-1)`` independent of ``s``,
-    and ``<v, z> ~ N(0, 1)`` for unit ``v`` orthogonal to ``e``.  Each is tested by a binned KS test
-    (p-value conservative, :func:`rass_theory.stats.tests.binned_ks_test`) and a Pearson
-    chi-square; the accepted count by an exact binomial test; the whole state by an energy
-    two-sample test against direct target draws.  Holm's procedure keeps the family-wise error
-    at ``alpha``.  Power: any tested one-dimensional statistic whose law is at KS distance
+    With ``y = (x - mu_draft)/sigma - delta e`` in each row's own frame, an exact rule gives
+    ``y ~ N(0, I)`` (``proofs/P1-rank1-reduction.md``).  Tested: ``t = <e, y>``, ``||z_perp||^2``,
+    ``<v_j, y>``, ``<w, y>`` by binned KS and chi-square tests; joint histograms of ``(t, r)`` and
+    ``(t, <v_0, y>)``; ``sum t z_perp`` and ``sum (t^2 - 1) z_perp`` against their chi-square laws;
+    32 fixed projections by KS; far-tail counts beyond 4 and 5 sd by exact binomial tests;
+    row-pair rank correlations and near-repeats within a call; the accepted count of every
+    delta group by exact binomial tests and against ``acceptance_bound(K, delta)``; an energy
+    two-sample test.  Holm keeps the family-wise error at ``alpha`` (``proofs/S1-harness-power.md``).
+    Power: any tested one-dimensional statistic whose pooled law is at KS distance
     ``>= eps = sqrt(log(2m/alpha)/(2n)) + sqrt(log(2/beta)/(2n)) + 1/n_bins`` from its null is
-    rejected with probability ``>= 1 - beta`` (:func:`rass_theory.stats.power.detectable_ks_distance`).
+    rejected with probability ``>= 1 - beta`` (:func:`rass_theory.stats.power.detectable_ks_distance`);
+    this covers the pooled laws only, not a defect confined to a share of rows, which is diluted
+    by that share.
     """
+    if K is None or delta is None:
+        from .certify import certify as _certify, default_cells
+
+        cells = default_cells(verifier, K=K, delta=delta, dim=dim)
+        return _certify(verifier, cells, n_samples=n_samples, alpha=alpha, rng=rng,
+                        expected_acceptance=expected_acceptance, sigma=sigma, chunk_size=chunk_size,
+                        n_directions=n_directions, n_bins=n_bins, two_sample_size=two_sample_size,
+                        n_permutations=n_permutations, false_pass_rate=false_pass_rate, backend=backend,
+                        device=device, backend_options=backend_options, checkpoint=checkpoint,
+                        checkpoint_every=checkpoint_every, progress=progress, dtype=dtype, show=False)
     t0 = time.perf_counter()
     cfg = _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance, sigma, chunk_size,
                   n_directions, n_bins, two_sample_size, n_permutations, false_pass_rate, backend, device,
-                  backend_options, checkpoint, checkpoint_every, progress)
+                  backend_options, checkpoint, checkpoint_every, progress, dtype)
+    if rng is None:
+        print(f"check_exactness: random seed {cfg.seed} (pass rng={cfg.seed} to reproduce)", file=sys.stderr)
     node = build_node(cfg)
     counts, start = collect_counts(verifier, cfg, node)
-    raw = raw_tests(counts, node, cfg)
+    raw = raw_tests(counts, node, cfg) + tail_tests(counts, node.dim, node.n_directions)
     reject, p_adj = T.holm([t.pvalue for _, t in raw], cfg.alpha)
     return make_report(counts, node, cfg, raw, p_adj, reject, time.perf_counter() - t0, start)
 

@@ -1,28 +1,38 @@
-"""The synthetic node of the exactness harness, and the seeded chunk plan.
+"""The heterogeneous node batches of the exactness harness, and the seeded chunk plan.
 
-One node in rank-1 coordinates (DESIGN section 2): a random draft mean ``mu_draft`` in
-``R^dim``, a random unit direction ``e`` and ``mu_target = mu_draft + sigma * delta * e``, so that
-``delta = ||mu_target - mu_draft|| / sigma`` exactly as the verifiers compute it.  For ``delta = 0``
-the direction is still a well-defined random unit vector: the null laws below do not depend on it.
+A harness *cell* names ``(K, delta, dim)``; every row of every chunk is its own node, drawn by
+:meth:`SyntheticNode.draw`:
 
-Under an exact verifier the committed state ``x`` has law ``N(mu_target, sigma^2 I)``; with
-``z = (x - mu_draft) / sigma``, ``s = <e, z>``, ``z_perp = z - s e``:
+* ``sigma_i`` log-uniform on ``[sigma_low, sigma_high]`` (default ``[0.1, 10]``), or the fixed
+  ``sigma`` the caller names;
+* ``mu_draft_i = sigma_i rho_i g_i / ||g_i||`` with ``g_i ~ N(0, I)`` and ``rho_i`` zero for one
+  row in ten, else log-uniform on ``[0.01, 30]`` (norms from 0 to well above ``sigma``);
+* a uniformly random unit ``e_i`` and ``mu_target_i = mu_draft_i + sigma_i delta_i e_i``;
+* ``delta_i`` equal to the named ``delta`` with probability ``named_share`` (default 1/2), else
+  uniform on the cell's *spread* values (:func:`spread_deltas`: half and twice the named delta
+  and ``0.25, 1, 2, 3``, where the correction branch is common).
 
-* ``s - delta ~ N(0, 1)``;
-* ``||z_perp||^2 ~ chi^2(dim - 1)``;
-* ``<v_j, z> ~ N(0, 1)`` for fixed unit directions ``v_j`` orthogonal to ``e``;
-* ``s`` and ``||z_perp||^2`` are independent.
+The rows are then standardised each in its own frame.  With ``z = (x - mu_draft) / sigma`` of the
+committed state ``x`` and ``y = z - delta e``, an exact verifier gives ``y ~ N(0, I)`` in every
+row whatever its node (proof ``P1-rank1-reduction``), so the pooled statistics have fixed null
+laws: ``t = <e, y> = s - delta ~ N(0, 1)``, ``||y - t e||^2 ~ chi^2(dim - 1)``, ``<v, y> ~ N(0, 1)``
+for any unit ``v`` chosen without looking at ``x`` (the per-row test directions ``v_ij``, unit
+projections of fixed vectors ``a_j`` off ``e_i``, and the non-orthogonal ``w_i = (e_i + v_i0)/sqrt 2``),
+and the fixed ambient projections ``<u_k, y>``.  The frame is recomputed from the arrays the
+verifier actually received (after the cast to the pass's dtype), so the null law is exact in
+every dtype.
 
-Each statistic is binned by its probability-integral transform into ``n_bins`` equiprobable bins,
-through the interior null quantiles (``searchsorted(edges, value, side="right")``), so counts are
-integers that add across chunks.
+Each one-dimensional statistic is binned by its probability-integral transform into ``n_bins``
+equiprobable bins through the interior null quantiles (``searchsorted(edges, value,
+side="right")``), so counts are integers that add across chunks.
 
-Seeds (no stateful ``SeedSequence.spawn``): every stream is
-``SeedSequence(entropy, spawn_key=KEY)`` with ``KEY = (0,)`` for the node, ``(1, i)`` for chunk
-``i``, ``(2,)`` for the direct target draws and ``(3,)`` for the permutations of the two-sample
-test; inside a chunk, ``(1, i, 0)`` draws the children and ``(1, i, 1)`` seeds the verifier's
-``rng``.  Chunk ``i``'s streams therefore do not depend on the number of chunks, which is what makes
-resumed and distributed runs bit-identical to a single sequential run.
+Seeds (no stateful ``SeedSequence.spawn``): every stream is ``SeedSequence(entropy,
+spawn_key=KEY)`` with ``KEY = (0,)`` for the cell's fixed vectors, ``(1, i)`` for chunk ``i`` of the
+float64 pass and ``(5, p, i)`` for chunk ``i`` of pass ``p > 0`` (float32, bfloat16), ``(2,)`` for
+the direct target draws and ``(3,)`` for the permutations of the two-sample test; inside a chunk,
+``(.., 0)`` draws the children, ``(.., 1)`` seeds the verifier's ``rng`` and ``(.., 2)`` draws the
+nodes.  Chunk streams do not depend on the number of chunks, which is what makes resumed and
+distributed runs bit-identical to a single sequential run.
 """
 from __future__ import annotations
 
@@ -34,16 +44,25 @@ from scipy import special, stats
 
 from .._validation import check_delta, check_K, check_positive_int
 
-__all__ = ["SyntheticNode", "ChunkSpec", "chunk_plan", "chunk_seed", "stream_seed", "NODE_KEY",
-           "TARGET_KEY", "PERMUTATION_KEY"]
+__all__ = ["SyntheticNode", "RowNodes", "RowFrame", "ChunkSpec", "chunk_plan", "chunk_seed", "stream_seed",
+           "spread_deltas", "NODE_KEY", "TARGET_KEY", "PERMUTATION_KEY", "DTYPES", "SMALL_BATCHES"]
 
 NODE_KEY = (0,)
 CHUNK_KEY = 1
 TARGET_KEY = (2,)
 PERMUTATION_KEY = (3,)
+PASS_KEY = 5
 
-#: Number of coarse bins per axis of the joint (s, ||z_perp||^2) histogram.
+#: Number of coarse bins per axis of the joint histograms.
 N_JOINT_BINS = 8
+#: Fixed ambient projections of the random-projection KS test, and their bins.
+N_PROJECTIONS = 32
+N_PROJECTION_BINS = 256
+#: dtypes a pass can use (bfloat16 only with the torch backend).
+DTYPES = ("float64", "float32", "bfloat16")
+#: Odd batch sizes the verifier is also called on at the start of every chunk.
+SMALL_BATCHES = (1, 2, 3, 7)
+SIGMA_RANGE = (0.1, 10.0)
 
 
 def stream_seed(entropy: int, key: tuple) -> np.random.SeedSequence:
@@ -51,14 +70,29 @@ def stream_seed(entropy: int, key: tuple) -> np.random.SeedSequence:
     return np.random.SeedSequence(entropy, spawn_key=tuple(int(k) for k in key))
 
 
-def chunk_seed(entropy: int, index: int) -> np.random.SeedSequence:
-    """Seed of chunk ``index``: ``SeedSequence(entropy, spawn_key=(1, index))``."""
-    return stream_seed(entropy, (CHUNK_KEY, index))
+def chunk_seed(entropy: int, index: int, pass_index: int = 0) -> np.random.SeedSequence:
+    """Seed of chunk ``index`` of pass ``pass_index``: spawn key ``(1, index)`` or ``(5, pass, index)``."""
+    key = (CHUNK_KEY, index) if pass_index == 0 else (PASS_KEY, pass_index, index)
+    return stream_seed(entropy, key)
 
 
 def sub_seed(seed: np.random.SeedSequence, j: int) -> np.random.SeedSequence:
     """Child ``j`` of ``seed`` by spawn key (pure: calling it twice gives the same stream)."""
     return np.random.SeedSequence(seed.entropy, spawn_key=tuple(seed.spawn_key) + (int(j),))
+
+
+def spread_deltas(delta: float) -> tuple:
+    """The spread of per-row deltas around the named ``delta``.
+
+    ``{delta/2, 2 delta} | {0.25, 1, 2, 3}`` without ``delta`` itself and without 0 (sorted).  The
+    large values make the correction branch common (at ``K = 4`` RASS corrects 45% of rows at
+    ``delta = 2`` and 75% at ``delta = 3``).
+    """
+    values = {0.25, 1.0, 2.0, 3.0}
+    if delta > 0:
+        values |= {round(delta / 2, 12), round(2 * delta, 12)}
+    values.discard(delta)
+    return tuple(sorted(v for v in values if v > 0))
 
 
 @dataclass(frozen=True)
@@ -68,26 +102,37 @@ class ChunkSpec:
     Attributes
     ----------
     index : int
-        Chunk number, ``0, 1, ...`` in run order.
+        Chunk number within its pass, ``0, 1, ...`` in run order.
     n : int
         Rows (nodes) in this chunk.
     seed : numpy.random.SeedSequence
-        ``chunk_seed(entropy, index)``.
+        ``chunk_seed(entropy, index, pass_index)``.
     keep : int
         Number of leading rows of this chunk that join the two-sample subsample.
+    dtype : str
+        Precision of the children and means handed to the verifier (``DTYPES``).
+    pass_index : int
+        Position of ``dtype`` in the run's dtype list.
+    small_batches : tuple of int
+        Sizes of the extra verifier calls at the start of the chunk (their rows count in ``n``).
     """
 
     index: int
     n: int
     seed: np.random.SeedSequence = field(repr=False)
     keep: int = 0
+    dtype: str = "float64"
+    pass_index: int = 0
+    small_batches: tuple = ()
 
 
-def chunk_plan(n_samples: int, chunk_size: int, entropy: int, two_sample_size: int, start: int = 0) -> list:
+def chunk_plan(n_samples: int, chunk_size: int, entropy: int, two_sample_size: int, start: int = 0, *,
+               dtype: str = "float64", pass_index: int = 0, small_batches: tuple = SMALL_BATCHES) -> list:
     """Split ``n_samples`` into chunks of ``chunk_size`` and return the specs from ``start`` on.
 
     The two-sample subsample is the first ``two_sample_size`` rows in chunk order, so chunk ``i``
-    keeps ``clip(two_sample_size - i * chunk_size, 0, n_i)`` rows.
+    keeps ``clip(two_sample_size - i * chunk_size, 0, n_i)`` rows.  Every chunk of more than
+    ``2 * sum(small_batches)`` rows starts with verifier calls on the ``small_batches`` sizes.
     """
     n_samples = check_positive_int(n_samples, "n_samples")
     chunk_size = check_positive_int(chunk_size, "chunk_size")
@@ -96,7 +141,8 @@ def chunk_plan(n_samples: int, chunk_size: int, entropy: int, two_sample_size: i
     for i in range(start, n_chunks):
         n_i = min(chunk_size, n_samples - i * chunk_size)
         keep = int(np.clip(two_sample_size - i * chunk_size, 0, n_i))
-        specs.append(ChunkSpec(i, n_i, chunk_seed(entropy, i), keep))
+        small = tuple(small_batches) if n_i > 2 * sum(small_batches) else ()
+        specs.append(ChunkSpec(i, n_i, chunk_seed(entropy, i, pass_index), keep, dtype, pass_index, small))
     return specs
 
 
@@ -105,22 +151,66 @@ def n_chunks_of(n_samples: int, chunk_size: int) -> int:
     return -(-int(n_samples) // int(chunk_size))
 
 
+@dataclass(frozen=True)
+class RowNodes:
+    """One batch of per-row nodes (float64, before the cast to the pass's dtype).
+
+    ``group[i]`` indexes ``SyntheticNode.deltas`` (0 is the named delta).
+    """
+
+    mu_draft: np.ndarray
+    mu_target: np.ndarray
+    sigma: np.ndarray
+    group: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.sigma.shape[0]
+
+
+@dataclass(frozen=True)
+class RowFrame:
+    """Per-row frame recomputed from the arrays the verifier received (float64).
+
+    ``e (n, d)``, ``delta (n,)``, ``v (n_directions, n, d)`` unit and orthogonal to ``e``,
+    ``w (n, d) = (e + v_0) / sqrt 2`` (zeros when ``dim == 1``).
+    """
+
+    mu_draft: np.ndarray
+    sigma: np.ndarray
+    e: np.ndarray
+    delta: np.ndarray
+    v: np.ndarray
+    w: np.ndarray
+
+    def standardise(self, states) -> np.ndarray:
+        """``y = (x - mu_draft) / sigma - delta e``: ``N(0, I)`` under an exact rule (float64)."""
+        y = np.asarray(states, dtype=np.float64) - self.mu_draft
+        y /= self.sigma[:, None]
+        y -= self.delta[:, None] * self.e
+        return y
+
+
 @dataclass(frozen=True, eq=False)
 class SyntheticNode:
-    """The node a harness run verifies, with the statistic's bins.
+    """A harness cell: how its rows' nodes are drawn, and the statistics' bins.
 
     Attributes
     ----------
-    K, delta, dim, sigma : the node's parameters.
-    mu_draft, mu_target : ndarray (dim,)
-    direction : ndarray (dim,)
-        The unit vector ``e``; ``mu_target = mu_draft + sigma * delta * e``.
-    directions : ndarray (n_directions, dim)
-        Orthonormal directions orthogonal to ``e`` (no rows when ``dim == 1``).
+    K, delta, dim : the cell (``delta`` is the named delta).
+    sigma : float or None
+        Fixed kernel scale, or ``None`` for log-uniform per-row scales on ``SIGMA_RANGE``.
+    deltas : tuple of float
+        ``(delta,) + spread_deltas(delta)``; row groups index it.
+    group_probs : ndarray
+        Probability of each group (``named_share`` for the named delta).
+    anchors : ndarray (n_directions, dim)
+        Fixed vectors ``a_j``; row ``i``'s test direction ``v_ij`` is ``a_j`` projected off ``e_i``
+        and normalised.
+    projections : ndarray (N_PROJECTIONS, dim)
+        Fixed unit vectors of the random-projection KS test.
     n_bins : int
-        Number of equiprobable PIT bins of every one-dimensional histogram.
-    n_joint_bins : int
-        Coarse bins per axis of the joint ``(s, ||z_perp||^2)`` histogram.
+        Equiprobable PIT bins of every one-dimensional histogram.
     z_edges, r_edges : ndarray (n_bins - 1,)
         Interior quantiles ``j / n_bins`` of ``N(0, 1)`` and of ``chi^2(dim - 1)``.
     """
@@ -128,71 +218,116 @@ class SyntheticNode:
     K: int
     delta: float
     dim: int
-    sigma: float
-    mu_draft: np.ndarray
-    mu_target: np.ndarray
-    direction: np.ndarray
-    directions: np.ndarray
+    sigma: float | None
+    deltas: tuple
+    group_probs: np.ndarray
+    anchors: np.ndarray
+    projections: np.ndarray
     n_bins: int
     n_joint_bins: int
     z_edges: np.ndarray
     r_edges: np.ndarray
 
     @classmethod
-    def build(cls, K, delta, dim, *, sigma=1.0, n_directions=None, n_bins=4096, entropy=0) -> "SyntheticNode":
-        """Draw the node from the stream ``SeedSequence(entropy, spawn_key=(0,))``.
+    def build(cls, K, delta, dim, *, sigma=None, n_directions=None, n_bins=4096, entropy=0,
+              named_share=0.5) -> "SyntheticNode":
+        """Draw the cell's fixed vectors from the stream ``SeedSequence(entropy, spawn_key=(0,))``.
 
         ``n_directions`` defaults to ``min(2, dim - 1)`` and must not exceed ``dim - 1``.
         """
         K = check_K(K)
         delta = check_delta(delta)
         dim = check_positive_int(dim, "dim")
-        sigma = _check_sigma(sigma)
+        sigma = None if sigma is None else _check_sigma(sigma)
         n_bins = check_positive_int(n_bins, "n_bins", minimum=N_JOINT_BINS)
         if n_directions is None:
             n_directions = min(2, dim - 1)
         n_directions = check_positive_int(n_directions, "n_directions", minimum=0, maximum=dim - 1)
+        if not 0.0 < float(named_share) <= 1.0:
+            raise ValueError(f"named_share must lie in (0, 1], got {named_share!r}")
         rng = np.random.default_rng(stream_seed(entropy, NODE_KEY))
-        mu_draft = rng.standard_normal(dim)
-        e = rng.standard_normal(dim)
-        e /= np.linalg.norm(e)
-        mu_target = mu_draft + sigma * delta * e
-        if n_directions:
-            g = rng.standard_normal((dim, n_directions))
-            g -= np.outer(e, e @ g)
-            q, _ = np.linalg.qr(g)
-            q -= np.outer(e, e @ q)  # re-orthogonalise against e to working precision
-            q /= np.linalg.norm(q, axis=0)
-            directions = np.ascontiguousarray(q.T)
-        else:
-            directions = np.zeros((0, dim))
+        anchors = rng.standard_normal((max(n_directions, 1), dim))[:n_directions]
+        proj = rng.standard_normal((N_PROJECTIONS, dim))
+        proj /= np.linalg.norm(proj, axis=1)[:, None]
+        spread = spread_deltas(delta)
+        deltas = (delta,) + spread
+        share = float(named_share) if spread else 1.0
+        probs = np.array([share] + [(1.0 - share) / len(spread)] * len(spread))
         z_edges, r_edges = _edges(n_bins, dim)
-        for arr in (mu_draft, mu_target, e, directions):
+        for arr in (anchors, proj, probs):
             arr.setflags(write=False)
-        return cls(K, delta, dim, sigma, mu_draft, mu_target, e, directions, n_bins, N_JOINT_BINS,
-                   z_edges, r_edges)
+        return cls(K, delta, dim, sigma, deltas, probs, anchors, proj, n_bins, N_JOINT_BINS, z_edges, r_edges)
 
     @property
     def n_directions(self) -> int:
-        """Number of orthogonal test directions."""
-        return self.directions.shape[0]
+        """Number of per-row orthogonal test directions."""
+        return self.anchors.shape[0]
 
-    def standardise(self, states) -> np.ndarray:
-        """Return ``z = (x - mu_draft) / sigma`` as float64."""
-        return (np.asarray(states, dtype=np.float64) - self.mu_draft) / self.sigma
+    @property
+    def n_groups(self) -> int:
+        return len(self.deltas)
 
-    def project(self, z):
-        """Return ``(s, r, proj)`` of standardised states ``z (n, dim)``.
+    # ------------------------------------------------------------------ drawing
+    def draw(self, rng: np.random.Generator, n: int, dtype: str = "float64") -> RowNodes:
+        """Draw ``n`` per-row nodes (see the module docstring).
 
-        ``s = <e, z>``, ``r = ||z - s e||^2`` and ``proj[:, j] = <v_j, z>``.
+        For ``dtype="bfloat16"`` every input is exactly representable in bfloat16: ``sigma_i`` a
+        power of two in ``[1/8, 8]``, ``mu_draft_i = sigma_i q_i`` with ``q_i`` in ``{-1, -1/2, 0,
+        1/2, 1}^dim`` and ``e_i`` a signed coordinate axis, so that the cast changes nothing and the
+        nominal deltas are exact.
         """
-        s = z @ self.direction
-        # ||z - s e||^2 = ||z||^2 - s^2 (e is a unit vector); the cancellation error, about
-        # eps * ||z||^2, is far below the width of any chi-square bin
-        r = np.maximum(np.einsum("nd,nd->n", z, z) - s * s, 0.0)
-        proj = z @ self.directions.T
-        return s, r, proj
+        d = self.dim
+        group = rng.choice(self.n_groups, size=n, p=self.group_probs)
+        delta = np.asarray(self.deltas)[group]
+        if dtype == "bfloat16":
+            sigma = (2.0 ** rng.integers(-3, 4, n)) if self.sigma is None else np.full(n, self.sigma)
+            q = rng.integers(-2, 3, (n, d)) / 2.0
+            axis = rng.integers(0, d, n)
+            e = np.zeros((n, d))
+            e[np.arange(n), axis] = rng.choice([-1.0, 1.0], n)
+            mu_draft = sigma[:, None] * q
+        else:
+            if self.sigma is None:
+                lo, hi = np.log(SIGMA_RANGE[0]), np.log(SIGMA_RANGE[1])
+                sigma = np.exp(rng.uniform(lo, hi, n))
+            else:
+                sigma = np.full(n, self.sigma)
+            g = rng.standard_normal((n, d))
+            g /= np.maximum(np.linalg.norm(g, axis=1), 1e-300)[:, None]
+            rho = np.exp(rng.uniform(np.log(0.01), np.log(30.0), n))
+            rho[rng.random(n) < 0.1] = 0.0
+            mu_draft = (sigma * rho)[:, None] * g
+            e = rng.standard_normal((n, d))
+            e /= np.maximum(np.linalg.norm(e, axis=1), 1e-300)[:, None]
+        mu_target = mu_draft + (sigma * delta)[:, None] * e
+        return RowNodes(mu_draft, mu_target, sigma, group)
 
+    def frame(self, mu_draft, mu_target, sigma, fallback_e) -> RowFrame:
+        """The per-row frame of the inputs as the verifier received them (cast back to float64).
+
+        ``fallback_e`` (the drawn direction) is used where ``mu_target == mu_draft`` exactly.
+        """
+        md = np.asarray(mu_draft, dtype=np.float64)
+        diff = np.asarray(mu_target, dtype=np.float64) - md
+        sig = np.asarray(sigma, dtype=np.float64).reshape(-1)
+        norm = np.sqrt(np.einsum("nd,nd->n", diff, diff))
+        zero = norm == 0
+        e = diff / np.where(zero, 1.0, norm)[:, None]
+        if zero.any():
+            e[zero] = fallback_e[zero]
+        delta = norm / sig
+        n, d = md.shape
+        nd = self.n_directions
+        v = np.zeros((nd, n, d))
+        for j in range(nd):
+            a = self.anchors[j]
+            vj = a[None, :] - (e @ a)[:, None] * e
+            vj /= np.maximum(np.linalg.norm(vj, axis=1), 1e-300)[:, None]
+            v[j] = vj
+        w = (e + v[0]) / np.sqrt(2.0) if nd else np.zeros((n, d))
+        return RowFrame(md, sig, e, delta, v, w)
+
+    # ------------------------------------------------------------------ binning
     @staticmethod
     def bin(values, edges) -> np.ndarray:
         """PIT bin index ``searchsorted(edges, values, side="right")`` in ``0..len(edges)``."""
@@ -202,8 +337,8 @@ class SyntheticNode:
         """``bin(values, z_edges)`` for standard-normal statistics, about twice as fast.
 
         Guesses the bin as ``floor(Phi(x) n_bins)`` and corrects it by one against the exact
-        edges; rows where the guess is still wrong (never seen in practice) fall back to
-        ``searchsorted``, so the result is identical to :meth:`bin`.
+        edges; rows where the guess is still wrong fall back to ``searchsorted``, so the result
+        is identical to :meth:`bin`.
         """
         B = self.n_bins
         ext = self._z_ext
@@ -224,9 +359,10 @@ class SyntheticNode:
         return ext
 
     def fingerprint(self) -> dict:
-        """The parameters that identify the node (for checkpoints)."""
+        """The parameters that identify the cell (for checkpoints)."""
         return {"K": self.K, "delta": repr(self.delta), "dim": self.dim, "sigma": repr(self.sigma),
-                "n_directions": self.n_directions, "n_bins": self.n_bins}
+                "deltas": [repr(x) for x in self.deltas], "n_directions": self.n_directions,
+                "n_bins": self.n_bins}
 
 
 @functools.lru_cache(maxsize=64)

@@ -85,7 +85,20 @@ class ExactnessReport:
     resumed_from_chunk : int
         First chunk computed in this call (0 unless resumed from a checkpoint).
     counts : ExactnessCounts
-        The merged statistics.
+        The merged statistics of the float64 (first) pass; ``pass_counts`` has every pass's.
+    dtypes : tuple of str
+        Precision passes run (tests of pass ``p > 0`` are prefixed ``"<dtype>:"``).
+    correction_fraction : float
+        Fraction of valid rows (all passes) that took the correction branch.
+    groups : tuple of (delta, rows, acceptance, exact)
+        The delta groups of the first pass (the named delta first; ``exact`` NaN if undeclared).
+    named_share : float
+        Share of rows at the named delta.
+
+    Notes
+    -----
+    ``acceptance_rate``, ``acceptance_ci`` and ``expected_acceptance`` refer to the rows at the
+    named ``delta`` of the first pass.
     """
 
     passed: bool
@@ -110,6 +123,11 @@ class ExactnessReport:
     messages: tuple = ()
     resumed_from_chunk: int = 0
     counts: object = field(default=None, repr=False, compare=False)
+    dtypes: tuple = ("float64",)
+    correction_fraction: float = float("nan")
+    groups: tuple = ()
+    named_share: float = 1.0
+    pass_counts: tuple = field(default=(), repr=False, compare=False)
 
     def test(self, name: str) -> StatisticalTest:
         """The test called ``name`` (``KeyError`` if absent)."""
@@ -127,10 +145,14 @@ class ExactnessReport:
         verdict = "PASSED" if self.passed else "FAILED"
         exp = "n/a" if self.expected_acceptance is None else f"{self.expected_acceptance:.6f}"
         lo, hi = self.acceptance_ci
+        others = ", ".join(f"{g[0]:g}" for g in self.groups[1:])
+        rows = (f"{self.named_share:.0%} of rows at delta={self.delta:g}, the rest at {{{others}}}" if others
+                else f"rows at delta={self.delta:g}")
         return (f"{verdict}: {self.verifier_name} at K={self.K}, delta={self.delta:g}, dim={self.dim}, "
-                f"n={self.n_samples:,} (valid {self.n_valid:,}), alpha={self.alpha:g}; acceptance "
-                f"{self.acceptance_rate:.6f} [{lo:.6f}, {hi:.6f}] vs exact {exp}; detects KS distance "
-                f">= {self.detectable_ks_distance:.4g} with prob >= {1 - self.false_pass_rate:g}; "
+                f"n={self.n_samples:,} per dtype {list(self.dtypes)} (valid {self.n_valid:,}), alpha={self.alpha:g}; "
+                f"{rows}; {self.correction_fraction:.1%} of rows took the correction branch; acceptance at "
+                f"delta={self.delta:g} {self.acceptance_rate:.6f} [{lo:.6f}, {hi:.6f}] vs exact {exp}; detects a "
+                f"pooled KS distance >= {self.detectable_ks_distance:.4g} with prob >= {1 - self.false_pass_rate:g}; "
                 f"{self.elapsed_seconds:.1f} s, seed {self.seed}")
 
     def to_table(self) -> str:
@@ -173,7 +195,11 @@ class ExactnessReport:
             "K": self.K, "delta": self.delta, "dim": self.dim, "sigma": self.sigma, "backend": self.backend,
             "verifier_name": self.verifier_name, "violations": dict(self.violations),
             "messages": list(self.messages), "resumed_from_chunk": self.resumed_from_chunk,
+            "dtypes": list(self.dtypes), "correction_fraction": _num(self.correction_fraction),
+            "named_share": self.named_share,
+            "groups": [{"delta": d, "rows": n, "acceptance": _num(a), "exact": _num(e)} for d, n, a, e in self.groups],
         }
         if include_counts and self.counts is not None:
-            out["counts"] = {k: v.tolist() for k, v in self.counts.to_arrays().items()}
+            out["counts"] = [{k: v.tolist() for k, v in c.to_arrays().items()}
+                             for c in (self.pass_counts or (self.counts,))]
         return out

@@ -14,6 +14,7 @@ All p-values are valid (super-uniform under the null); the binned KS p-value is 
 from __future__ import annotations
 
 import gc
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -284,3 +285,121 @@ def holm(pvalues, alpha: float):
             gc.unfreeze()
     p_adj = np.where(np.isnan(p), np.nan, p_adj)
     return reject, p_adj
+
+
+# ---------------------------------------------------------------------------------------------
+# tests of the heterogeneous-batch statistics (proofs/S1-harness-power.md, section S1.7)
+def bonferroni_min(pvalues) -> tuple:
+    """``(min(1, m * min p), argmin)`` over the non-NaN ``pvalues`` (valid under any dependence)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    live = np.flatnonzero(~np.isnan(p))
+    if live.size == 0:
+        return float("nan"), -1
+    k = int(live[np.argmin(p[live])])
+    return float(min(1.0, live.size * p[k])), k
+
+
+#: The chi-square approximations of the sums below are used only from this many rows (pairs) on.
+MIN_CLT_ROWS = 200
+
+
+def quadratic_form_test(vector, matrix, scale: float = 1.0, label: str = "") -> TestStatistic:
+    """Chi-square test of a sum of independent zero-mean vectors with known covariance.
+
+    Notes
+    -----
+    If ``m = sum_i X_i`` with independent ``E X_i = 0`` and ``sum_i Cov X_i = scale * M``, then
+    ``Q = m' M^+ m / scale`` is asymptotically ``chi^2(rank M)`` (multivariate CLT; Lindeberg holds
+    because every ``X_i`` has bounded fourth moments here).  Used for the cross-covariance of
+    ``t = s - delta`` with ``z_perp`` (``X_i = t_i z_perp_i``, ``Cov = I - e_i e_i'``, scale 1) and of
+    ``t^2 - 1`` with ``z_perp`` (scale 2).
+    """
+    v = np.asarray(vector, dtype=np.float64)
+    M = np.asarray(matrix, dtype=np.float64)
+    if np.trace(M) < MIN_CLT_ROWS:
+        return TestStatistic(float("nan"), float("nan"), f"fewer than {MIN_CLT_ROWS} rows: chi-square law not reached")
+    w, U = np.linalg.eigh(M)
+    keep = w > w.max() * 1e-9
+    proj = U[:, keep].T @ v
+    stat = float(np.sum(proj * proj / w[keep]) / scale)
+    df = int(keep.sum())
+    return TestStatistic(stat, float(stats.chi2.sf(stat, df)), f"{label}chi2={stat:.4g} on {df} df")
+
+
+def independence_test(sums, pairs: int, n_bins: int, names=()) -> TestStatistic:
+    """Known-marginal rank correlation of paired rows, all statistics in one chi-square.
+
+    Notes
+    -----
+    With PITs binned into ``B`` equiprobable bins and centred, ``u = (b + 1/2)/B - 1/2`` has mean 0
+    and variance ``v = (B^2 - 1)/(12 B^2)`` under the null.  For ``P`` row pairs ``(i, j)`` of
+    independent rows, ``S = sum u_i u_j`` has mean 0 and variance ``P v^2``; the terms are
+    uncorrelated even when pairs share a row (neighbours), and ``S`` of different statistics are
+    uncorrelated (independent or sign-symmetric), so ``sum_q S_q^2 / (P v^2)`` is asymptotically
+    ``chi^2(#stats)``.  ``S / (P v)`` is the Spearman correlation of the pairs against the null
+    marginals.
+    """
+    s = np.asarray(sums, dtype=np.float64)
+    if pairs < MIN_CLT_ROWS or s.size == 0:
+        return TestStatistic(float("nan"), float("nan"), f"fewer than {MIN_CLT_ROWS} row pairs")
+    v = (n_bins * n_bins - 1) / (12.0 * n_bins * n_bins)
+    z = s / math.sqrt(pairs * v * v)
+    stat = float(np.sum(z * z))
+    rho = ", ".join(f"{nm} {x / (pairs * v):+.2e}" for nm, x in zip(names, s))
+    return TestStatistic(stat, float(stats.chi2.sf(stat, s.size)),
+                         f"chi2={stat:.4g} on {s.size} df over {pairs} pairs; rank corr {rho}")
+
+
+def projection_ks_test(proj_counts) -> TestStatistic:
+    """Binned KS of every fixed projection, Bonferroni over the projections."""
+    tests = [binned_ks_test(c) for c in np.asarray(proj_counts)]
+    p, k = bonferroni_min([t.pvalue for t in tests])
+    if k < 0:
+        return TestStatistic(float("nan"), float("nan"), "no samples")
+    D = max(t.statistic for t in tests)
+    return TestStatistic(D, p, f"max D={D:.3g} over {len(tests)} projections (worst #{k}: {tests[k].detail})")
+
+
+def grouped_binomial_test(accepted, rows, probs, labels) -> TestStatistic:
+    """Exact two-sided binomial test of the accepted count of every delta group, Bonferroni over groups.
+
+    Groups with ``probs`` NaN (no declared acceptance) or no rows are left out.
+    """
+    ps, worst = [], ""
+    for k, n, p, lab in zip(accepted, rows, probs, labels):
+        if n == 0 or p is None or math.isnan(p):
+            ps.append(float("nan"))
+            continue
+        ps.append(binomial_test(int(k), int(n), float(p)).pvalue)
+    pval, i = bonferroni_min(ps)
+    if i < 0:
+        return TestStatistic(float("nan"), float("nan"), "no group with a declared acceptance")
+    worst = f"worst group delta={labels[i]}: {accepted[i]}/{rows[i]} accepted vs exact {probs[i]:.6g}"
+    rate = accepted[i] / rows[i]
+    return TestStatistic(rate - probs[i], pval, worst)
+
+
+def bound_exceedance_test(accepted, rows, bounds, labels) -> TestStatistic:
+    """One-sided exact test that no group's acceptance exceeds ``acceptance_bound(K, delta)``.
+
+    ``p_g = P(Binomial(n_g, b_g) >= k_g)`` (valid under any law whose acceptance is at most
+    ``b_g``); Bonferroni over groups.  An exact verifier never exceeds the list-coupling bound
+    (``proofs/P5-list-coupling-bound.md``).
+    """
+    ps = []
+    for k, n, b in zip(accepted, rows, bounds):
+        ps.append(float("nan") if n == 0 else float(stats.binom.sf(int(k) - 1, int(n), min(float(b), 1.0))))
+    pval, i = bonferroni_min(ps)
+    if i < 0:
+        return TestStatistic(float("nan"), float("nan"), "no samples")
+    rate = accepted[i] / rows[i]
+    return TestStatistic(rate - bounds[i], pval, f"worst group delta={labels[i]}: acceptance {rate:.6g} "
+                         f"vs bound {bounds[i]:.6g} ({accepted[i]}/{rows[i]})")
+
+
+def poisson_excess_test(k: int, lam: float, label: str = "") -> TestStatistic:
+    """One-sided ``P(Poisson(lam) >= k)`` (exactly 1 for ``k = 0``)."""
+    if lam <= 0 and k == 0:
+        return TestStatistic(0.0, 1.0, f"{label}0 observed")
+    p = 1.0 if k == 0 else float(stats.poisson.sf(int(k) - 1, lam))
+    return TestStatistic(float(k), p, f"{label}{k} observed, {lam:.3g} expected")

@@ -1,37 +1,42 @@
 """The harness has teeth: every exact built-in rule passes and every mutant is rejected.
 
-The default suite runs at ``N_FAST`` samples (where ``bench/power_table.py`` shows every mutant is
-rejected with room to spare) and with 999 energy-test permutations (a mutant's extreme statistic
-otherwise runs all ~20,000); the slow tests repeat both claims at the harness's *default*
-settings, which is the claim of issue 3.  The threshold-policy rule is only in the slow set: its
-first use solves the optimal policy (about a minute on a loaded two-core machine).
+The default suite runs one cell (K = 4, delta = 2, where the correction branch is common) at
+``FAST`` settings; ``residual_truncated_at_4sd`` changes only the mass beyond 4 sd (3.2e-5 per
+side) and needs the default grid's pooled tail counts, so it is only in the slow set.  The slow
+tests repeat both claims at the harness's *defaults* (``check_exactness(v)`` with no options: the
+grid, both dtypes, one Holm family), which is the claim of issue 9.  The threshold-policy rule is
+only in the slow set: its first use solves the optimal policy.
 """
 import pytest
 
 import rass_theory as rt
 from rass_theory.mutants import MUTANTS, all_mutants
-from rass_theory.stats.harness import DEFAULT_N_SAMPLES
 
-N_FAST = 100_000
-FAST = dict(n_samples=N_FAST, n_permutations=999)
-DEFAULTS = dict(n_samples=DEFAULT_N_SAMPLES)
+FAST = dict(K=4, delta=2.0, dim=8, n_samples=20_000, chunk_size=20_000, n_bins=1024, two_sample_size=0, rng=2)
+NEEDS_DEFAULTS = {"residual_truncated_at_4sd"}
 
 
 def _exact_rules():
-    return {
-        "rmc": (lambda: rt.verifiers.rmc(), 1),
-        "dgrs": (lambda: rt.verifiers.dgrs(), 4),
-        "rass": (lambda: rt.verifiers.rass(), 4),
-        "threshold": (lambda: rt.verifiers.threshold(K=4), 4),
-        "resample": (lambda: rt.verifiers.resample(), 4),
+    rules = {
+        "rmc": lambda: rt.verifiers.rmc(),
+        "dgrs": lambda: rt.verifiers.dgrs(),
+        "rass": lambda: rt.verifiers.rass(),
+        "threshold": lambda: rt.verifiers.threshold(K=4),
+        "resample": lambda: rt.verifiers.resample(),
     }
+    if hasattr(rt.verifiers, "optimal_list"):
+        rules["optimal_list"] = lambda: rt.verifiers.optimal_list()
+    return rules
 
 
 def _run_exact(name, settings):
-    factory, K = _exact_rules()[name]
-    rep = rt.check_exactness(factory(), K=K, **settings)
-    assert rep.expected_acceptance is not None, "built-in rules must supply their exact acceptance"
+    verifier = _exact_rules()[name]()
+    if name == "rmc" and "K" in settings:
+        settings = {**settings, "K": 1}
+    rep = rt.check_exactness(verifier, **settings)
     assert rep.passed, str(rep)
+    reports = getattr(rep, "reports", (rep,))
+    assert all(r.expected_acceptance is not None for r in reports), "built-in rules must supply their acceptance"
     return rep
 
 
@@ -41,12 +46,12 @@ def _run_mutant(name, settings):
     return rep
 
 
-@pytest.mark.parametrize("name", [r for r in _exact_rules() if r != "threshold"])
+@pytest.mark.parametrize("name", [r for r in _exact_rules() if r not in ("threshold", "optimal_list")])
 def test_exact_rule_passes(name):
     _run_exact(name, FAST)
 
 
-@pytest.mark.parametrize("name", list(MUTANTS))
+@pytest.mark.parametrize("name", [m for m in MUTANTS if m not in NEEDS_DEFAULTS])
 def test_mutant_is_rejected(name):
     _run_mutant(name, FAST)
 
@@ -54,10 +59,10 @@ def test_mutant_is_rejected(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(_exact_rules()))
 def test_exact_rule_passes_at_defaults(name):
-    _run_exact(name, DEFAULTS)
+    _run_exact(name, {"rng": 20261130})
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_mutant_is_rejected_at_defaults(name):
-    _run_mutant(name, DEFAULTS)
+    _run_mutant(name, {"rng": 20261130})

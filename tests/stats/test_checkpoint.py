@@ -11,30 +11,33 @@ import pytest
 
 import rass_theory as rt
 from rass_theory.stats.checkpoint import load_checkpoint
+from rass_theory.stats.harness import build_node
 
 from _stats_stubs import Named, resample
 
-KW = dict(n_samples=20_000, chunk_size=2_000, n_bins=512, two_sample_size=300, rng=12)
+KW = dict(K=4, delta=0.5, dim=8, n_samples=10_000, chunk_size=2_000, n_bins=512, two_sample_size=300, rng=12)
+N_CHUNKS = 2 * 5  # float64 and float32 passes of 5 chunks each
+CALLS = 5  # verifier calls per chunk: batches of 1, 2, 3, 7 rows and the rest
 
 
 def test_keyboard_interrupt_writes_checkpoint_and_resume_matches(tmp_path):
     path = tmp_path / "run.npz"
     reference = rt.check_exactness(Named(resample), **KW)
     with pytest.raises(KeyboardInterrupt):
-        rt.check_exactness(Named(resample, interrupt_at=3), checkpoint=path, checkpoint_every=100, **KW)
+        rt.check_exactness(Named(resample, interrupt_at=3 * CALLS), checkpoint=path, checkpoint_every=100, **KW)
     assert path.exists()
     from rass_theory.stats.harness import _config
-    cfg = _config(Named(resample), 4, 0.5, 8, KW["n_samples"], 1e-3, 12, None, 1.0, KW["chunk_size"], None,
+    cfg = _config(Named(resample), 4, 0.5, 8, KW["n_samples"], 1e-3, 12, None, None, KW["chunk_size"], None,
                   KW["n_bins"], KW["two_sample_size"], None, 0.01, "numpy", None, None, path, 100, False)
-    counts, next_chunk, complete = load_checkpoint(path, cfg.fingerprint())
-    assert next_chunk == 3 and not complete and counts.n_rows == 3 * 2_000  # nothing lost
+    counts, next_chunk, complete = load_checkpoint(path, cfg.fingerprint(), build_node(cfg), 2)
+    assert next_chunk == 3 and not complete and counts[0].n_rows == 3 * 2_000  # nothing lost
     resumed = rt.check_exactness(Named(resample), checkpoint=path, **KW)
     assert resumed.resumed_from_chunk == 3
-    assert resumed.counts.equal(reference.counts)
+    assert all(a.equal(b) for a, b in zip(resumed.pass_counts, reference.pass_counts))
     assert [t.pvalue for t in resumed.tests] == [t.pvalue for t in reference.tests]
     # a completed checkpoint returns the same verdict without running anything
     again = rt.check_exactness(Named(resample, interrupt_at=0), checkpoint=path, **KW)
-    assert again.counts.equal(reference.counts) and again.resumed_from_chunk == 10
+    assert again.counts.equal(reference.counts) and again.resumed_from_chunk == N_CHUNKS
 
 
 def test_killed_subprocess_resumes_bit_for_bit(tmp_path):
@@ -61,14 +64,14 @@ def test_killed_subprocess_resumes_bit_for_bit(tmp_path):
     finally:
         proc.wait()
     from rass_theory.stats.harness import _config
-    cfg = _config(Named(resample), 4, 0.5, 8, KW["n_samples"], 1e-3, 12, None, 1.0, KW["chunk_size"], None,
+    cfg = _config(Named(resample), 4, 0.5, 8, KW["n_samples"], 1e-3, 12, None, None, KW["chunk_size"], None,
                   KW["n_bins"], KW["two_sample_size"], None, 0.01, "numpy", None, None, path, 1, False)
-    _, next_chunk, complete = load_checkpoint(path, cfg.fingerprint())
-    assert 1 <= next_chunk < 10 and not complete
+    _, next_chunk, complete = load_checkpoint(path, cfg.fingerprint(), build_node(cfg), 2)
+    assert 1 <= next_chunk < N_CHUNKS and not complete
     resumed = rt.check_exactness(Named(resample), checkpoint=path, **KW)
     reference = rt.check_exactness(Named(resample), **KW)
     assert resumed.resumed_from_chunk == next_chunk
-    assert resumed.counts.equal(reference.counts)
+    assert all(a.equal(b) for a, b in zip(resumed.pass_counts, reference.pass_counts))
 
 
 def test_foreign_checkpoint_is_refused_and_kept(tmp_path):
@@ -102,3 +105,16 @@ def test_bad_checkpoint_paths(tmp_path):
         rt.check_exactness(Named(resample), checkpoint=tmp_path / "missing" / "x.npz", **KW)
     with pytest.raises(ValueError, match="checkpoint"):
         rt.check_exactness(Named(resample), checkpoint=tmp_path, **KW)
+
+
+def test_default_grid_resumes_every_cell(tmp_path):
+    """The default (grid) run checkpoints one file per cell and resumes them bit for bit."""
+    kw = dict(n_samples=2_000, chunk_size=1_000, n_bins=256, two_sample_size=100, rng=5)
+    path = tmp_path / "grid.npz"
+    reference = rt.check_exactness(Named(resample), **kw)
+    with pytest.raises(KeyboardInterrupt):
+        rt.check_exactness(Named(resample, interrupt_at=30), checkpoint=path, checkpoint_every=1, **kw)
+    assert (tmp_path / "grid.cell0.npz").exists()
+    resumed = rt.check_exactness(Named(resample), checkpoint=path, **kw)
+    assert [t.pvalue for t in resumed.tests] == [t.pvalue for t in reference.tests]
+    assert any(r.resumed_from_chunk > 0 for r in resumed.reports)

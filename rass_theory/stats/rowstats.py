@@ -1,0 +1,170 @@
+"""The statistics of one chunk's committed states, each row in its own standardised frame.
+
+:func:`counts_from_rows` turns ``y = (x - mu_draft)/sigma - delta e`` (``N(0, I)`` in every row
+under an exact rule, see :mod:`rass_theory.stats.node`) into the additive
+:class:`~rass_theory.stats.streaming.ExactnessCounts` of the chunk.  Proofs of the null laws:
+``proofs/S1-harness-power.md`` (section "Heterogeneous batches and whole-state statistics").
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from scipy import special, stats
+
+from .node import N_PROJECTION_BINS
+from .streaming import INDEP_STATS, LARGE_DELTA, TAILS, VIOLATION_KINDS, ExactnessCounts, _field_shapes
+
+__all__ = ["counts_from_rows", "REPEAT_EPS", "tail_probability", "pair_repeat_rate"]
+
+#: Two values of one verifier call closer than this count as a repeat (float64 rounding of the
+#: recomputed statistics is below 1e-13 for the harness's nodes).
+REPEAT_EPS = 1e-11
+
+
+@functools.lru_cache(maxsize=32)
+def _r_tail_edges(dim: int) -> tuple:
+    return tuple(float(stats.chi2.isf(special.ndtr(-t), dim - 1)) if dim > 1 else math.inf for t in (4.0, 5.0))
+
+
+def tail_probability(side: int, threshold: float) -> float:
+    """Null probability of a far-tail count: ``Phi(-t)`` one-sided, ``2 Phi(-t)`` absolute."""
+    p = float(special.ndtr(-threshold))
+    return 2.0 * p if side == 0 else p
+
+
+def pair_repeat_rate() -> float:
+    """``P(|X - X'| < eps)`` for independent ``N(0, 1)``: ``2 eps / (2 sqrt(pi))`` to first order in ``eps``."""
+    return 2.0 * REPEAT_EPS / (2.0 * math.sqrt(math.pi))
+
+
+def _repeats(values: np.ndarray) -> int:
+    if values.size < 2:
+        return 0
+    v = np.sort(values)
+    return int(np.count_nonzero(np.diff(v) < REPEAT_EPS))
+
+
+def counts_from_rows(node, frame, states, valid, accepted, group, violations, messages=(), keep=0,
+                     calls=()) -> ExactnessCounts:
+    """Counts of one chunk.
+
+    Parameters
+    ----------
+    node : SyntheticNode
+    frame : RowFrame
+        Per-row frame of the inputs the verifier received.
+    states : ndarray (n, dim)
+        Committed states (any float dtype; invalid rows may hold anything).
+    valid, accepted : bool arrays (n,)
+    group : int array (n,)
+        Delta group of each row.
+    violations : int array (len(VIOLATION_KINDS),)
+    messages : sequence of str
+    keep : int
+        The first ``keep`` rows (valid ones only) join the two-sample subsample.
+    calls : sequence of (start, stop)
+        Row ranges of the verifier calls; repeats and row-pair dependence are measured within
+        each call (pairs ``(i, i + m/2)`` and ``(i, i + 1)`` of a call of ``m`` rows).
+    """
+    valid = np.asarray(valid, dtype=bool)
+    accepted = np.asarray(accepted, dtype=bool)
+    n, d = valid.shape[0], node.dim
+    B, J = node.n_bins, node.n_joint_bins
+    out = {k: np.zeros(shape, dt) for k, (shape, dt) in _field_shapes(node).items()}
+    y = frame.standardise(np.where(valid[:, None], states, frame.mu_draft))
+    y[~valid] = 0.0
+    t = np.einsum("nd,nd->n", y, frame.e)
+    zp = y - t[:, None] * frame.e
+    r = np.einsum("nd,nd->n", zp, zp)
+    dirs = np.einsum("jnd,nd->jn", frame.v, y) if node.n_directions else np.zeros((0, n))
+    diag = np.einsum("nd,nd->n", y, frame.w)
+    vi = np.flatnonzero(valid)
+
+    s_bin = node.bin_normal(t[vi])
+    out["s_counts"] += np.bincount(s_bin, minlength=B)
+    bins = {"s": np.zeros(n, np.int64)}
+    bins["s"][vi] = s_bin
+    if d > 1:
+        r_bin = node.bin(r[vi], node.r_edges)
+        out["r_counts"] += np.bincount(r_bin, minlength=B)
+        out["joint_counts"] += np.bincount((s_bin * J // B) * J + (r_bin * J // B),
+                                           minlength=J * J).reshape(J, J)
+        bins["rperp"] = np.zeros(n, np.int64)
+        bins["rperp"][vi] = r_bin
+        for j in range(node.n_directions):
+            b = node.bin_normal(dirs[j, vi])
+            out["dir_counts"][j] += np.bincount(b, minlength=B)
+            if j == 0:
+                out["joint_sd_counts"] += np.bincount((s_bin * J // B) * J + (b * J // B),
+                                                      minlength=J * J).reshape(J, J)
+                bins["dir0"] = np.zeros(n, np.int64)
+                bins["dir0"][vi] = b
+        out["diag_counts"] += np.bincount(node.bin_normal(diag[vi]), minlength=B)
+
+    # fixed ambient projections <u_k, y>
+    P = node.projections.shape[0]
+    pb = np.minimum((special.ndtr(y[vi] @ node.projections.T) * N_PROJECTION_BINS).astype(np.intp),
+                    N_PROJECTION_BINS - 1)
+    out["proj_counts"] += np.bincount((pb + np.arange(P) * N_PROJECTION_BINS).ravel(),
+                                      minlength=P * N_PROJECTION_BINS).reshape(P, N_PROJECTION_BINS)
+
+    # far tails, over all valid rows and over the large-delta ones
+    r_tail = dict(zip((4.0, 5.0), _r_tail_edges(d)))
+    large = np.asarray(node.deltas)[np.asarray(group)[vi]] >= LARGE_DELTA
+    out["tail_rows"][:] = (vi.size, int(large.sum()))
+    values = {"t": t[vi], "r": r[vi], "dir0": dirs[0, vi] if node.n_directions else None, "diag": diag[vi]}
+    for k, (_, stat, side, thr) in enumerate(TAILS):
+        x = values[stat]
+        if x is None or (stat == "r" and d == 1) or (stat == "diag" and not node.n_directions):
+            continue
+        if stat == "r":
+            beyond = x > r_tail[thr]
+        elif side == 0:
+            beyond = np.abs(x) > thr
+        else:
+            beyond = side * x > thr
+        out["tail_counts"][k] = (np.count_nonzero(beyond), np.count_nonzero(beyond & large))
+
+    # acceptance per delta group
+    G = node.n_groups
+    g = np.asarray(group)[vi]
+    out["group_rows"] += np.bincount(g, minlength=G)
+    out["group_accepted"] += np.bincount(g[accepted[vi]], minlength=G)
+
+    # cross-covariance of t (and t^2 - 1) with z_perp, and the null covariance sum (I - e e')
+    tv, zv = t[vi], zp[vi]
+    out["xcov_sums"][0] = tv @ zv
+    out["xcov_sums"][1] = (tv * tv - 1.0) @ zv
+    ev = frame.e[vi]
+    out["xcov_matrix"] = vi.size * np.eye(d) - ev.T @ ev
+
+    # within-call repeats and row-pair dependence
+    rate = pair_repeat_rate()
+    for a, b in calls:
+        ok = valid[a:b]
+        m = int(ok.sum())
+        out["repeat_counts"][0] += _repeats(t[a:b][ok])
+        out["repeat_expected"][0] += m * (m - 1) / 2 * rate
+        if node.n_directions:
+            out["repeat_counts"][1] += _repeats(dirs[0, a:b][ok])
+            out["repeat_expected"][1] += m * (m - 1) / 2 * rate
+        size = b - a
+        if size < 2:
+            continue
+        h = (size + 1) // 2  # np.array_split / torch.chunk put the larger half first
+        for p, (i0, j0, cnt) in enumerate(((a, a + h, size - h), (a, a + 1, size - 1))):
+            both = valid[i0:i0 + cnt] & valid[j0:j0 + cnt]
+            out["indep_pairs"][p] += int(both.sum())
+            for q, name in enumerate(INDEP_STATS):
+                if name not in bins:
+                    continue
+                u = (bins[name] + 0.5) / B - 0.5
+                out["indep_sums"][p, q] += float(np.sum((u[i0:i0 + cnt] * u[j0:j0 + cnt])[both]))
+
+    keep = int(min(max(keep, 0), n))
+    subsample = np.array(y[:keep][valid[:keep]], dtype=np.float64).reshape(-1, d)
+    n_accepted = int(np.count_nonzero(accepted[vi]))
+    out["violations"] = np.asarray(violations, dtype=np.int64).reshape(len(VIOLATION_KINDS)).copy()
+    return ExactnessCounts(n, int(vi.size), n_accepted, out, subsample, tuple(messages))
