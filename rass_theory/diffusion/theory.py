@@ -37,15 +37,15 @@ def _pointwise(rule: str, K: int):
         from ..optimize import policies
 
         return lambda dl: policies.optimal_threshold_policy(K, dl).acceptance
-    import rass_theory as rt
+    from ..exact import acceptance
 
     if rule == "rmc" and K != 1:
         raise ValueError(f"rule 'rmc' needs K = 1, got K = {K}")
     try:
-        rt.acceptance(rule, K, 0.5)
+        acceptance(rule, K, 0.5)
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"no exact acceptance known for rule {rule!r}: {exc}") from exc
-    return lambda dl: rt.acceptance(rule, K, dl)
+    return lambda dl: acceptance(rule, K, dl)
 
 
 def acceptance_curve(rule, K: int, *, max_delta: float = 10.0):
@@ -78,11 +78,11 @@ def acceptance_curve(rule, K: int, *, max_delta: float = 10.0):
     if isinstance(rule, str):
         key = rule.strip().lower().replace("-", "").replace("_", "")
         if key in ("rmc", "dgrs"):
-            import rass_theory as rt
+            from ..exact import acceptance
 
             if key == "rmc" and K != 1:
                 raise ValueError(f"rule 'rmc' needs K = 1, got K = {K}")
-            return np.vectorize(lambda dl: rt.acceptance(key, K, float(dl)), otypes=[float])
+            return np.vectorize(lambda dl: acceptance(key, K, float(dl)), otypes=[float])
         grid, values = _grid_values(key, K, top)
     else:
         method = getattr(rule, "expected_acceptance", None)

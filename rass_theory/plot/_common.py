@@ -70,9 +70,9 @@ def iter_progress(items: Iterable, callback: ProgressFn | None):
 def optimal_weights_cached(K: int, delta: float):
     """``rt.optimal_rank_weights(K, delta)``, memoised: the acceptance, weights and tree figures
     of one report share the same (K, delta) cells, and each solve is a convex program."""
-    import rass_theory as rt
+    from rass_theory.optimize import optimal_rank_weights
 
-    return rt.optimal_rank_weights(int(K), float(delta))
+    return optimal_rank_weights(int(K), float(delta))
 
 
 def rass_acceptance(K: int, delta: float) -> float:
@@ -81,9 +81,9 @@ def rass_acceptance(K: int, delta: float) -> float:
     Equals ``rt.acceptance("rass", K, delta)``: the acceptance is evaluated exactly at the
     optimiser's returned weights (DESIGN 4).
     """
-    import rass_theory as rt
+    from rass_theory.exact import acceptance
 
     if K == 1:
-        return float(rt.acceptance("rass", 1, delta))
+        return float(acceptance("rass", 1, delta))
     res = optimal_weights_cached(int(K), float(delta))
-    return float(rt.acceptance("rass", int(K), float(delta), weights=res.weights))
+    return float(acceptance("rass", int(K), float(delta), weights=res.weights))

@@ -58,9 +58,9 @@ LIGHT_HARNESS = {"n_permutations": 199, "two_sample_size": 200}
 
 
 def _run(verifier, K, delta, dim, n_samples, alpha, seed, options=None):
-    import rass_theory as rt
+    from rass_theory.stats.harness import check_exactness
 
-    return rt.check_exactness(verifier, K=K, delta=delta, dim=dim, n_samples=n_samples, alpha=alpha, rng=seed,
+    return check_exactness(verifier, K=K, delta=delta, dim=dim, n_samples=n_samples, alpha=alpha, rng=seed,
                               **(options or {}))
 
 

@@ -35,11 +35,12 @@ def harness_family(K=4, delta=0.5, dim=8, alpha=1e-3, false_pass_rate=0.01) -> d
     ``detectable_ks_distance`` is reproduced by :func:`~rass_theory.stats.power.detectable_ks_distance`
     with these values.
     """
-    import rass_theory as rt
+    from rass_theory import verifiers
+    from rass_theory.stats.harness import check_exactness
     from rass_theory.stats.harness import DEFAULT_N_BINS
     from rass_theory.stats.power import detectable_ks_distance
 
-    rep = rt.check_exactness(rt.verifiers.rass(), K=K, delta=delta, dim=dim, n_samples=1000, alpha=alpha, rng=0,
+    rep = check_exactness(verifiers.rass(), K=K, delta=delta, dim=dim, n_samples=1000, alpha=alpha, rng=0,
                              false_pass_rate=false_pass_rate)
     n_tests = sum(1 for t in rep.tests if t.name != "contract")
     mine = detectable_ks_distance(rep.n_valid, alpha, n_tests, false_pass_rate, DEFAULT_N_BINS)
@@ -119,7 +120,7 @@ def mutant_power_data(mutant, ns, *, reps=10, K=4, delta=0.5, dim=8, alpha=1e-3,
 
     from scipy import stats
 
-    import rass_theory as rt
+    from rass_theory.stats.harness import check_exactness
 
     name, factory = mutant
     ns = check_ints(ns, "ns", minimum=100)
@@ -134,8 +135,8 @@ def mutant_power_data(mutant, ns, *, reps=10, K=4, delta=0.5, dim=8, alpha=1e-3,
     for i, n in enumerate(ns):
         rej = 0
         for r in range(reps):
-            rep = rt.check_exactness(verifier, K=K, delta=delta, dim=dim, n_samples=int(n), alpha=alpha,
-                                     rng=derive_seed(seed, 2000 + i, r), **(harness_options or {}))
+            rep = check_exactness(verifier, K=K, delta=delta, dim=dim, n_samples=int(n), alpha=alpha,
+                                  rng=derive_seed(seed, 2000 + i, r), **(harness_options or {}))
             rej += int(not rep.passed)
             prog.step(int(n))
         lo = 0.0 if rej == 0 else float(stats.beta.ppf(0.025, rej, reps - rej + 1))

@@ -32,25 +32,19 @@ DELTA_LABEL = r"standardised displacement $\delta = \|\mu_{\rm target}-\mu_{\rm 
 
 def _rule_function(rule):
     """Return ``f(K, delta) -> float`` for a rule name (imports lazily)."""
-    import rass_theory as rt
+    from rass_theory.exact import acceptance as acc, acceptance_bound as bound
 
-    # attribute access imports the implementing module now, so a missing one fails here
     if rule == "rmc":
-        acc = rt.acceptance
         return lambda K, delta: acc("rmc", 1, delta)
     if rule == "dgrs":
-        acc = rt.acceptance
         return lambda K, delta: acc("dgrs", K, delta)
     if rule == "rass":
         from ._common import rass_acceptance
 
-        rt.acceptance, rt.optimal_rank_weights  # noqa: B018 - import check
         return rass_acceptance
     if rule == "optimal_list":
-        acc = rt.acceptance
         return lambda K, delta: acc("optimal_list", K, delta)
     if rule == "bound":
-        bound = rt.acceptance_bound
         return lambda K, delta: bound(K, delta)
     if rule == "threshold":
         from rass_theory.optimize.policies import optimal_threshold_policy

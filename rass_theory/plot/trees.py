@@ -79,7 +79,7 @@ def tree_speedup_data(K_values=(1, 2, 4, 8), L_values=(1, 2, 3, 4, 5, 6), delta=
         (``(1 - a^L)/(1 - a)``, see module Notes), ``asymptote`` (``1/(1 - a)``),
         ``drafted_nodes`` and ``target_nodes``.
     """
-    import rass_theory as rt
+    from rass_theory.exact import acceptance
 
     K_values = check_K_values(K_values)
     L_values = check_ints(L_values, "L_values")
@@ -92,7 +92,7 @@ def tree_speedup_data(K_values=(1, 2, 4, 8), L_values=(1, 2, 3, 4, 5, 6), delta=
     rows = []
     for rule in rules:
         for K in K_values:
-            a = rass_acceptance(K, delta) if rule == "rass" else float(rt.acceptance(rule, K, delta))
+            a = rass_acceptance(K, delta) if rule == "rass" else float(acceptance(rule, K, delta))
             for L in L_values:
                 rows.append({
                     "rule": rule, "K": K, "L": L, "delta": delta, "node_acceptance": a,

@@ -1,0 +1,127 @@
+"""Layering of the package, locked in (after scipy's ``_lib/tests/test_import_cycles.py`` and
+``test_public_api.py``).
+
+Packages import downward only::
+
+    _validation -> frame -> exact -> optimize -> verifiers -> mutants -> stats -> scale / torch
+    -> models -> diffusion -> plot -> report -> cli
+
+Every ``import``/``from ... import`` of the package, at module level or inside a function, and
+every ``importlib.import_module("rass_theory...")`` with a literal name, is an edge.  The tests
+fail on a new upward edge, on an import cycle between subpackages, on ``import rass_theory as
+rt`` inside the package, and when ``import rass_theory`` loads torch, dask or matplotlib.
+"""
+import ast
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "rass_theory"
+
+LAYERS = ["_validation", "frame", "exact", "optimize", "verifiers", "mutants", "stats",
+          ("scale", "torch"), "models", "diffusion", "plot", "report", "cli"]
+RANK = {}
+for i, layer in enumerate(LAYERS):
+    for name in (layer if isinstance(layer, tuple) else (layer,)):
+        RANK[name] = i
+
+#: upward edges that exist today, each with the reason; the set may only shrink
+KNOWN_UPWARD = {
+    ("exact", "optimize"): "rt.acceptance('rass') without weights and 'threshold'/'optimal_list' dispatch "
+                           "to the optimiser (exact/acceptance.py); to move above optimize",
+    ("stats", "scale"): "check_exactness(backend='dask') dispatch in stats/harness.py",
+    ("stats", "torch"): "check_exactness(backend='torch') dispatch in stats/harness.py",
+    ("models", "diffusion"): "models/exactness.py runs diffusion sampling",
+}
+
+
+def _unit(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "rass_theory" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def _edges():
+    """``{(importer unit, imported unit): [files]}`` over every module of the package."""
+    edges = {}
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT.parent).with_suffix("").parts
+        module = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        src = _unit(module) if module != "rass_theory" else None
+        if src is None:
+            continue
+        src = src[:-3] if src.endswith(".py") else src
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target == "rass_theory":
+                    targets = [f"rass_theory.{a.name}" for a in node.names]
+                else:
+                    targets = [target]
+            elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module"
+                  and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                targets = [node.args[0].value]
+            for t in targets:
+                dst = _unit(t)
+                if dst is not None and dst != src and dst in RANK and src in RANK:
+                    edges.setdefault((src, dst), []).append(str(path.relative_to(ROOT.parent)))
+    return edges
+
+
+def test_imports_go_downward():
+    upward = {e: files for e, files in _edges().items() if RANK[e[1]] > RANK[e[0]]}
+    new = {e: sorted(set(f)) for e, f in upward.items() if e not in KNOWN_UPWARD}
+    assert not new, f"upward imports (a package may import only layers below it): {new}"
+
+
+def test_known_upward_edges_still_exist():
+    """The allow-list only shrinks: remove an entry when its edge is gone."""
+    edges = _edges()
+    stale = [e for e in KNOWN_UPWARD if e not in edges]
+    assert not stale, f"remove these from KNOWN_UPWARD, they no longer exist: {stale}"
+
+
+def test_no_cycles_between_subpackages():
+    graph = {}
+    for (a, b) in _edges():
+        if (a, b) not in KNOWN_UPWARD:
+            graph.setdefault(a, set()).add(b)
+    state = {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for nxt in graph.get(node, ()):
+            if state.get(nxt) == "open":
+                raise AssertionError(f"import cycle: {' -> '.join(stack + [node, nxt])}")
+            if nxt not in state:
+                visit(nxt, stack + [node])
+        state[node] = "done"
+
+    for node in list(graph):
+        if node not in state:
+            visit(node, [])
+
+
+def test_no_import_rass_theory_as_rt_inside_the_package():
+    offenders = []
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import) and any(a.name == "rass_theory" for a in node.names):
+                offenders.append(str(path.relative_to(ROOT.parent)))
+    assert not offenders, f"import the implementing module instead of the top-level package: {offenders}"
+
+
+def test_top_level_import_is_light():
+    code = ("import sys, rass_theory; "
+            "print(sorted(m for m in ('torch', 'dask', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"import rass_theory loaded heavy optional modules: {out}"
