@@ -410,24 +410,25 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
 
 
 def _node_record(trace, shape, src_names) -> NodeRecord:
-    """Host copy of the per-node trace: keep the rows that were alive (verified) at each depth."""
-    cols = {k: [] for k in ("round_id", "depth", "step", "delta", "accepted", "K", "source")}
-    for round_ids, steps, sources, records in trace:
-        for j, (delta, accepted, alive) in enumerate(records):
-            alive = alive.cpu().numpy()
-            cols["round_id"].append(round_ids[alive])
-            cols["depth"].append(np.full(int(alive.sum()), j, dtype=np.int64))
-            cols["step"].append(steps[alive] + j)
-            cols["delta"].append(delta.detach().cpu().double().numpy()[alive])
-            cols["accepted"].append(accepted.cpu().numpy()[alive])
-            cols["K"].append(np.full(int(alive.sum()), shape.widths[j], dtype=np.int64))
-            cols["source"].append(src_names[sources[alive]])
-    if not cols["delta"]:
+    """Host copy of the per-node trace (one transfer): keep the rows alive (verified) at each depth."""
+    if not trace:
         e = np.zeros(0, dtype=np.int64)
         return NodeRecord(e, e, e, np.zeros(0), np.zeros(0, bool), e, np.zeros(0, dtype=str))
+    recs = [r for _, _, _, records in trace for r in records]
+    delta = torch.cat([r[0].double() for r in recs]).cpu().numpy()
+    flags = torch.cat([torch.stack([r[1], r[2]]) for r in recs], dim=1).cpu().numpy()
+    cols = {k: [] for k in ("round_id", "depth", "step", "K", "source")}
+    for round_ids, steps, sources, records in trace:
+        for j in range(len(records)):
+            cols["round_id"].append(round_ids)
+            cols["depth"].append(np.full(round_ids.size, j, dtype=np.int64))
+            cols["step"].append(steps + j)
+            cols["K"].append(np.full(round_ids.size, shape.widths[j], dtype=np.int64))
+            cols["source"].append(src_names[sources])
     c = {k: np.concatenate(v) for k, v in cols.items()}
-    return NodeRecord(c["round_id"], c["depth"], c["step"], c["delta"], c["accepted"].astype(bool), c["K"],
-                      source=c["source"])
+    alive = flags[1].astype(bool)
+    return NodeRecord(c["round_id"][alive], c["depth"][alive], c["step"][alive], delta[alive],
+                      flags[0][alive].astype(bool), c["K"][alive], source=c["source"][alive])
 
 
 class _TreeWalk:
