@@ -51,7 +51,10 @@ def write_markdown(out_dir, path, optimal_list=False):
     L = ["# The papers' Gaussian-mixture tables, reproduced", "",
          f"Target `GaussianMixture.random(dim=512, n_components=5, seed=20260714)` (means U(-2, 2)^d, sds "
          f"U(0.10, 0.25)); 30 steps, eps = 0.06; {n} trajectories per arm; produced by "
-         "`python bench/gm_speedup_table.py` on a loaded 2-core machine (7 sessions sharing it).", "",
+         "`python bench/gm_speedup_table.py` on a loaded 2-core machine (7 sessions sharing it). The mixture is "
+         "drawn from `numpy.random.default_rng(20260714)`: all means first (shape (5, 512)), then the 5 sds; the "
+         "authors' public implementation was not found in the reference corpus searched, so that order is an "
+         "assumption that the agreement of table (a) supports but does not prove.", "",
          "**Protocol `paper`** (`ChurnSchedule(protocol='paper')`): time grid `linspace(1000, 1, 30)/1000` then 0; "
          "per-step noise variance `eps^2 * 2 s/(1 - s) * h` (eps scales the diffusion coefficient); the first and "
          "last steps deterministic, 28 stochastic steps counted; start N(0, I) at the first stochastic step. "
