@@ -17,6 +17,13 @@ _GRID_STEP = 0.1
 
 
 _TABLES: dict = {}
+_SPELLINGS = {"optimallist": "optimal_list"}
+
+
+def _canonical(rule: str) -> str:
+    """Rule name without case, dashes or underscores, mapped back to its registered spelling."""
+    key = rule.strip().lower().replace("-", "").replace("_", "")
+    return _SPELLINGS.get(key, key)
 
 
 def _grid_values(rule: str, K: int, top: float):
@@ -76,7 +83,7 @@ def acceptance_curve(rule, K: int, *, max_delta: float = 10.0):
     K = check_K(K)
     top = float(np.ceil(max(float(max_delta), _GRID_STEP) / _GRID_STEP) * _GRID_STEP)
     if isinstance(rule, str):
-        key = rule.strip().lower().replace("-", "").replace("_", "")
+        key = _canonical(rule)
         if key in ("rmc", "dgrs"):
             from ..exact import acceptance
 
@@ -249,8 +256,7 @@ def predict_speedup(trace_or_run, verifier=None, K=None, L=None, *, rule=None) -
     verifier = rule if verifier is None else verifier
     trace = trace_or_run if isinstance(trace_or_run, DeltaTrace) else DeltaTrace.from_run(trace_or_run)
     same_rule = verifier is None or (isinstance(verifier, str) and trace.verifier is not None
-                                     and verifier.strip().lower().replace("_", "").replace("-", "")
-                                     == trace.verifier.replace("_", "").replace("-", ""))
+                                     and _canonical(verifier) == _canonical(trace.verifier))
     rule = trace.verifier if verifier is None else verifier
     if rule is None:
         raise ValueError("the trace does not name its verifier; pass verifier=")
