@@ -347,7 +347,17 @@ def sample_residual(p: ListRuleParams, u: np.ndarray) -> np.ndarray:
         target = np.log1p(-np.minimum(u, 1.0 - _EPS)) + p.log_rejection
     lo = p.t_star.copy()
     hi = np.maximum(p.delta - ndtri_exp(target), lo)
-    x, _ = _roots(_residual_excess, lo, hi, (p.K, p.delta, target))
+    x, ok = _roots(_residual_excess, lo, hi, (p.K, p.delta, target))
+    if not ok.all():
+        # E(hi) <= Q(hi - delta) = exp(target) holds exactly, but when 1 - Phi(hi)^K is below the
+        # rounding of Q(hi - delta) the computed excess at hi is +-1 ulp and the bracket looks
+        # invalid: the root is then the bracket end (lo or hi) whose excess is zero to rounding
+        bad = np.flatnonzero(~ok)
+        args = (p.K[bad], p.delta[bad], target[bad])
+        f_lo, f_hi = np.abs(_residual_excess(lo[bad], *args)), np.abs(_residual_excess(hi[bad], *args))
+        if np.max(np.minimum(f_lo, f_hi)) > 1e-12:
+            raise RuntimeError("optimal list residual: root bracketing failed (excess at both ends > 1e-12)")
+        x[bad] = np.where(f_hi <= f_lo, hi[bad], lo[bad])
     return x
 
 

@@ -182,12 +182,15 @@ def test_selection_differs_from_max_rule():
 # residual draw
 # ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("K,delta", [(1, 1.0), (2, 0.5), (4, 1.0), (16, 2.0), (3, 4.0)])
+@pytest.mark.parametrize("K,delta", [(1, 1.0), (2, 0.5), (4, 1.0), (16, 2.0), (3, 4.0), (3, 8.0), (2, 40.0)])
 def test_residual_inverse_cdf(K, delta):
+    """Round trip through the residual CDF; at large delta (where 1 - Phi^K is below the rounding
+    of Q(x - delta) at the upper bracket end) no draw is stuck at a bracket end."""
     rule = rt.optimal_list_rule(K, delta)
     u = np.random.default_rng(3).random(2000)
     x = rule.sample_residual(u)
     assert np.all(x >= rule.t_star)
+    assert np.unique(x).size == x.size
     Kf, df = np.full(x.size, float(K)), np.full(x.size, delta)
     back = 1 - np.exp(lr._log_E(x, Kf, df) - rule.params.log_rejection[0])
     assert np.max(np.abs(back - u)) < 1e-11

@@ -57,7 +57,7 @@ def test_per_row_deltas_and_degenerate():
     assert stats.kstest(s, "norm").pvalue > 1e-4
 
 
-@pytest.mark.parametrize("K,delta", [(4, 1.0), (16, 2.0), (1, 0.7)])
+@pytest.mark.parametrize("K,delta", [(4, 1.0), (16, 2.0), (1, 0.7), (3, 8.0)])
 def test_residual_matches_numpy(K, delta):
     rule = rt.optimal_list_rule(K, delta)
     u = np.random.default_rng(0).random(500)

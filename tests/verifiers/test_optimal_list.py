@@ -11,7 +11,7 @@ def _z(p, n):
     return np.sqrt(n * p * (1 - p)) / n
 
 
-@pytest.mark.parametrize("K,delta", [(2, 0.5), (4, 1.0), (8, 0.25), (3, 3.0), (1, 1.0)])
+@pytest.mark.parametrize("K,delta", [(2, 0.5), (4, 1.0), (8, 0.25), (3, 3.0), (3, 8.0), (1, 1.0)])
 def test_contract_and_acceptance(nodes, rng, K, delta):
     n, d = 40_000, 5
     children, mu_d, mu_t, sigma, e = nodes.build(n, K, d, delta, rng)
