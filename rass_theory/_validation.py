@@ -13,6 +13,7 @@ __all__ = [
     "check_K",
     "check_delta",
     "check_weights",
+    "WEIGHTS_ATOL",
     "check_positive_int",
     "check_probability",
     "check_finite_array",
@@ -60,31 +61,60 @@ def check_delta(delta, *, name: str = "delta", allow_array: bool = False):
     return arr if arr.ndim > 0 else float(arr)
 
 
-def check_weights(weights, K: int | None = None, *, name: str = "weights", atol: float = 1e-9) -> np.ndarray:
-    """Validate rank weights: a finite 1-d vector on the probability simplex.
+#: the one tolerance of every weight check (entries >= -WEIGHTS_ATOL, sums within WEIGHTS_ATOL * K)
+WEIGHTS_ATOL = 1e-9
 
-    Entries must be ``>= -atol`` and sum to 1 within ``atol * len``; tiny negative round-off
-    is clipped to zero and the vector renormalised.
+
+def check_weights(weights, K: int | None = None, *, name: str = "weights", n: int | None = None,
+                  renormalise: bool = True) -> np.ndarray:
+    """Validate rank weights on the probability simplex: one routine for every entry point.
+
+    Parameters
+    ----------
+    weights : array_like, shape (K,) or, when ``n`` is given, (n, K)
+        Finite; entries ``>= -WEIGHTS_ATOL``; each vector sums to 1 within ``WEIGHTS_ATOL * K``
+        (``WEIGHTS_ATOL = 1e-9``).
+    K : int, optional
+        Required number of ranks.
+    name : str
+        Name used in error messages.
+    n : int, optional
+        Also accept per-row weights of shape ``(n, K)`` (``n = -1``: any number of rows).
+    renormalise : bool
+        Return ``clip(w, 0) / sum`` (default) or only the clipped weights (the exact laws read
+        ``w / sum(w)`` themselves, keeping deviations from uniform weights to relative accuracy).
+
+    Returns
+    -------
+    ndarray, float64
     """
     try:
         w = np.asarray(weights, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be an array of real numbers, got {weights!r}") from exc
-    if w.ndim != 1:
+    if n is None and w.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {w.shape}")
-    if w.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if K is not None and w.size != K:
-        raise ValueError(f"{name} must have length K={K}, got length {w.size}")
+    if w.ndim not in (1, 2):
+        raise ValueError(f"{name} must have shape (K,) or (n, K), got shape {w.shape}")
+    if w.shape[-1] == 0:
+        raise ValueError(f"{name} must not be empty (K >= 1), got shape {w.shape}")
+    if K is not None and w.shape[-1] != K:
+        if w.ndim == 1:
+            raise ValueError(f"{name} must have length K={K}, got length {w.size}")
+        raise ValueError(f"{name} must have shape (n, K) with K={K}, got shape {w.shape}")
+    if w.ndim == 2 and n is not None and n >= 0 and w.shape[0] != n:
+        raise ValueError(f"{name} must have shape (K,) or (n, K) = {(n, w.shape[1])}, got {w.shape}")
     if not np.all(np.isfinite(w)):
         raise ValueError(f"{name} must be finite, got {w}")
-    if np.any(w < -atol):
-        raise ValueError(f"{name} must be non-negative, got {w}")
-    total = w.sum()
-    if abs(total - 1.0) > atol * max(1, w.size):
-        raise ValueError(f"{name} must sum to 1, got sum {total!r}")
+    if np.any(w < -WEIGHTS_ATOL):
+        raise ValueError(f"{name} must be non-negative (tolerance {WEIGHTS_ATOL}), min entry {w.min()!r}")
+    total = w.sum(axis=-1)
+    bad = np.abs(total - 1.0) > WEIGHTS_ATOL * max(1, w.shape[-1])
+    if np.any(bad):
+        raise ValueError(f"{name} must sum to 1 (tolerance {WEIGHTS_ATOL} * K), "
+                         f"got sum {np.atleast_1d(total)[np.atleast_1d(bad)][0]!r}")
     w = np.clip(w, 0.0, None)
-    return w / w.sum()
+    return w / w.sum(axis=-1, keepdims=True) if renormalise else w
 
 
 def check_probability(value, name: str, *, open_interval: bool = True) -> float:

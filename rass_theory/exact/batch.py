@@ -57,7 +57,7 @@ from typing import Callable
 import numpy as np
 from scipy.special import ndtri
 
-from rass_theory._validation import as_generator
+from rass_theory._validation import WEIGHTS_ATOL, as_generator, check_weights  # noqa: F401 - re-exported
 from rass_theory.exact._roots import bracketed_roots
 from rass_theory.exact._window import HALF_WIDTH as _HALF_WIDTH, half_width as _half_width
 from rass_theory.exact.normal import log_phi, shift_difference
@@ -85,7 +85,6 @@ __all__ = [
 
 DEFAULT_HALF_WIDTH = _HALF_WIDTH  # one window for the whole engine: rass_theory.exact._window
 _EPS = np.finfo(np.float64).eps
-WEIGHTS_ATOL = 1e-9
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,30 +93,12 @@ WEIGHTS_ATOL = 1e-9
 
 
 def _check_weights_rows(weights, name: str = "weights") -> np.ndarray:
-    """Validate rank weights ``(K,)`` or ``(n, K)``: finite, ``>= -1e-9``, rows sum to 1 within ``1e-9 K``."""
-    try:
-        w = np.asarray(weights, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of real numbers, got {weights!r}") from exc
-    if w.ndim not in (1, 2):
-        raise ValueError(f"{name} must have shape (K,) or (n, K), got shape {w.shape}")
-    if w.shape[-1] == 0:
-        raise ValueError(f"{name} must have at least one rank (K >= 1), got shape {w.shape}")
-    if not np.all(np.isfinite(w)):
-        raise ValueError(f"{name} must be finite (found NaN or infinity)")
-    if np.any(w < -WEIGHTS_ATOL):
-        raise ValueError(f"{name} must be non-negative (tolerance {WEIGHTS_ATOL}), min entry {w.min()!r}")
-    total = w.sum(axis=-1)
-    K = w.shape[-1]
-    bad = np.abs(total - 1.0) > WEIGHTS_ATOL * max(1, K)
-    if np.any(bad):
-        raise ValueError(
-            f"{name} must sum to 1 along the last axis (tolerance {WEIGHTS_ATOL} * K), "
-            f"got sum {np.atleast_1d(total)[np.atleast_1d(bad)][0]!r}"
-        )
-    # Not renormalised here: the kernels use w / sum(w) exactly (order_stats.weight_parts), which
-    # keeps the deviations from uniform weights to relative accuracy.
-    return np.clip(w, 0.0, None)
+    """Rank weights ``(K,)`` or ``(n, K)``: :func:`rass_theory._validation.check_weights`, clipped only.
+
+    Not renormalised: the kernels use ``w / sum(w)`` exactly (``order_stats.weight_parts``),
+    which keeps the deviations from uniform weights to relative accuracy.
+    """
+    return check_weights(weights, name=name, n=-1, renormalise=False)
 
 
 def _check_vector(value, name: str, n: int | None = None, *, allow_inf: bool = False) -> np.ndarray:

@@ -220,7 +220,7 @@ def _interpolator_table(K: int):
 def _optimal_single(K: int, delta: float) -> np.ndarray:
     from ..optimize.rank_weights import optimal_rank_weights
     w = np.asarray(optimal_rank_weights(K, delta).weights, dtype=np.float64)
-    return np.array(check_weights(w, K, name="optimal_rank_weights(K, delta).weights", atol=1e-6))
+    return np.array(check_weights(w, K, name="optimal_rank_weights(K, delta).weights"))
 
 
 def interpolate_weights(grid: torch.Tensor, table: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
@@ -278,7 +278,7 @@ class RASSVerifier(_TorchVerifier):
         else:
             w = weights.detach().cpu().numpy() if isinstance(weights, torch.Tensor) else np.asarray(weights)
             if w.ndim == 1:
-                self._fixed = check_weights(w, name="weights", atol=1e-6)
+                self._fixed = check_weights(w, name="weights")
                 self.K = self._fixed.size
             elif w.ndim == 2:
                 self._fixed_rows = weights
@@ -312,7 +312,7 @@ class RASSVerifier(_TorchVerifier):
         if callable(self.weights):
             out = self.weights(torch.tensor([delta], dtype=torch.float64), K)
             out = out.detach().cpu().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
-            return check_weights(out.reshape(-1)[-K:] if out.ndim == 2 else out, K, atol=1e-6)
+            return check_weights(out.reshape(-1)[-K:] if out.ndim == 2 else out, K)
         raise ValueError("per-row weights (n, K) have no single acceptance")
 
     def _device_weights(self, batch) -> torch.Tensor:
@@ -420,7 +420,7 @@ class ThresholdVerifier(_TorchVerifier):
         if t is None and delta is None:
             raise ValueError("the optimal threshold policy needs delta (a float) on the torch backend")
         if weights is not None:
-            w = check_weights(weights, K, name="weights", atol=1e-6)
+            w = check_weights(weights, K, name="weights")
             self.K = w.size
             self._w = w
         else:

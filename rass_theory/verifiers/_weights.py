@@ -15,7 +15,7 @@ def _optimal_single(K: int, delta: float) -> np.ndarray:
     from ..optimize.rank_weights import optimal_rank_weights
 
     w = np.asarray(optimal_rank_weights(K, delta).weights, dtype=np.float64)
-    w = check_weights(w, K, name="optimal_rank_weights(K, delta).weights", atol=1e-6)
+    w = check_weights(w, K, name="optimal_rank_weights(K, delta).weights")
     w.setflags(write=False)
     return w
 
@@ -28,21 +28,8 @@ def _interpolator(K: int):
 
 
 def check_row_weights(w, K: int, n: int, name: str) -> np.ndarray:
-    """Validate per-row weights of shape ``(K,)`` or ``(n, K)`` on the simplex (tolerance 1e-6)."""
-    w = np.asarray(w, dtype=np.float64)
-    if w.ndim == 1:
-        return check_weights(w, K, name=name, atol=1e-6)
-    if w.shape != (n, K):
-        raise ValueError(f"{name} must have shape (K,) = ({K},) or (n, K) = {(n, K)}, got {w.shape}")
-    if not np.all(np.isfinite(w)):
-        raise ValueError(f"{name} must be finite")
-    if np.any(w < -1e-6):
-        raise ValueError(f"{name} must be non-negative")
-    sums = w.sum(axis=1)
-    if np.any(np.abs(sums - 1.0) > 1e-6 * K):
-        raise ValueError(f"{name} rows must sum to 1 (worst row sum {sums[np.argmax(np.abs(sums - 1))]!r})")
-    w = np.clip(w, 0.0, None)
-    return w / w.sum(axis=1, keepdims=True)
+    """Per-row weights ``(K,)`` or ``(n, K)``: :func:`rass_theory._validation.check_weights`."""
+    return check_weights(w, K, name=name, n=n)
 
 
 def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
@@ -94,7 +81,7 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
         values, inverse = np.unique(delta, return_inverse=True)
         table = np.stack([check_row_weights(spec(float(v), K), K, n, "weights(delta, K)") for v in values])
         return table[inverse.reshape(-1)]
-    return check_weights(spec, K, name="weights", atol=1e-6)
+    return check_weights(spec, K, name="weights")
 
 
 def describe_weights(spec) -> str:
