@@ -28,7 +28,13 @@ import zlib
 
 import numpy as np
 
-from rass_theory.diffusion import GaussianMixture, TreeShape, matched_chain, plain_sample, speculative_sample
+from rass_theory.diffusion import (
+    GaussianMixture,
+    TreeShape,
+    matched_chain,
+    plain_sample,
+    speculative_sample,
+)
 from rass_theory.diffusion.exactness import compare_to_plain
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -236,7 +242,7 @@ def main(argv=None):
         print("timing", t, flush=True)
         with open(os.path.join(OUT, "timing_paper.json"), "w") as fh:
             json.dump(t, fh, indent=1)
-    from gm_tables_md import write_markdown   # noqa: E402 - the table writer lives beside this script
+    from gm_tables_md import write_markdown
 
     write_markdown(OUT, os.path.join(HERE, "results", "gm_speedup_table.md"), optimal_list=optimal_list_available())
     return 0

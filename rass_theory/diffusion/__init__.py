@@ -12,21 +12,44 @@ Public names: :class:`GaussianMixture`, :func:`speculative_sample`, :func:`plain
 """
 from __future__ import annotations
 
-from .exactness import RunComparison, compare_to_plain, energy_distance_test, occupancy_test, radial_test
+from .exactness import (
+    RunComparison,
+    compare_to_plain,
+    energy_distance_test,
+    occupancy_test,
+    radial_test,
+)
 from .mixture import GaussianMixture
 from .plain import plain_sample
-from .schedule import ChurnSchedule
 from .results import DRIFT_SOURCES, NodeRecord, RoundRecord, SpeculativeResult
-from .schedule import PROTOCOLS
+from .schedule import PROTOCOLS, ChurnSchedule
 from .speculative import PREFETCH_MODES, speculative_sample
 from .theory import SpeedupPrediction, acceptance_curve, expected_calls, predict_speedup
 from .traces import DeltaTrace
 from .trees import BUDGETS, TreeShape, matched_chain
 
 __all__ = [
-    "GaussianMixture", "plain_sample", "speculative_sample", "SpeculativeResult", "RoundRecord",
-    "NodeRecord", "ChurnSchedule", "TreeShape", "matched_chain", "BUDGETS", "compare_to_plain",
-    "energy_distance_test", "occupancy_test", "radial_test", "RunComparison", "predict_speedup",
-    "acceptance_curve", "SpeedupPrediction", "expected_calls", "DeltaTrace", "PREFETCH_MODES", "PROTOCOLS",
+    "BUDGETS",
     "DRIFT_SOURCES",
+    "PREFETCH_MODES",
+    "PROTOCOLS",
+    "ChurnSchedule",
+    "DeltaTrace",
+    "GaussianMixture",
+    "NodeRecord",
+    "RoundRecord",
+    "RunComparison",
+    "SpeculativeResult",
+    "SpeedupPrediction",
+    "TreeShape",
+    "acceptance_curve",
+    "compare_to_plain",
+    "energy_distance_test",
+    "expected_calls",
+    "matched_chain",
+    "occupancy_test",
+    "plain_sample",
+    "predict_speedup",
+    "radial_test",
+    "speculative_sample",
 ]

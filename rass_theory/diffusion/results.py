@@ -7,7 +7,7 @@ import numpy as np
 
 from .trees import TreeShape
 
-__all__ = ["NodeRecord", "RoundRecord", "SpeculativeResult", "DRIFT_SOURCES"]
+__all__ = ["DRIFT_SOURCES", "NodeRecord", "RoundRecord", "SpeculativeResult"]
 
 #: how a round's frozen draft velocity was obtained (``RoundRecord.drift_source``)
 DRIFT_SOURCES = {

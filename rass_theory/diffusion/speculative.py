@@ -20,7 +20,7 @@ from .results import NodeRecord, RoundRecord, SpeculativeResult, speedup_estimat
 from .schedule import ChurnSchedule
 from .trees import TreeShape
 
-__all__ = ["speculative_sample", "SpeculativeResult", "RoundRecord", "NodeRecord", "PREFETCH_MODES"]
+__all__ = ["PREFETCH_MODES", "NodeRecord", "RoundRecord", "SpeculativeResult", "speculative_sample"]
 
 _DRAFT_MODES = ("frozen",)
 _EXPANSIONS = ("lazy", "full")

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._validation import check_K
 
-__all__ = ["acceptance_curve", "SpeedupPrediction", "predict_speedup"]
+__all__ = ["SpeedupPrediction", "acceptance_curve", "predict_speedup"]
 
 _GRID_STEP = 0.1
 

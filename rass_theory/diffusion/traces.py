@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DeltaTrace", "SOURCE_CLASSES", "source_class"]
+__all__ = ["SOURCE_CLASSES", "DeltaTrace", "source_class"]
 
 #: drift-source classes of the dynamic programme: the root's delta law depends only on the class
 SOURCE_CLASSES = ("exact", "nearest", "parent", "model")
@@ -67,7 +67,7 @@ class DeltaTrace:
     verifier: str | None = None
 
     @classmethod
-    def from_run(cls, run) -> "DeltaTrace":
+    def from_run(cls, run) -> DeltaTrace:
         """The trace of a :class:`SpeculativeResult` (which must have kept its node trace)."""
         nodes = run.nodes
         if nodes.delta.size == 0:

@@ -2,7 +2,12 @@
 import numpy as np
 import pytest
 
-from rass_theory.diffusion import ChurnSchedule, GaussianMixture, plain_sample, speculative_sample
+from rass_theory.diffusion import (
+    ChurnSchedule,
+    GaussianMixture,
+    plain_sample,
+    speculative_sample,
+)
 from rass_theory.diffusion.exactness import compare_to_plain
 
 

@@ -2,8 +2,14 @@
 import numpy as np
 import pytest
 
-from rass_theory.diffusion import (DeltaTrace, GaussianMixture, expected_calls, plain_sample, predict_speedup,
-                                   speculative_sample)
+from rass_theory.diffusion import (
+    DeltaTrace,
+    GaussianMixture,
+    expected_calls,
+    plain_sample,
+    predict_speedup,
+    speculative_sample,
+)
 from rass_theory.diffusion.exactness import compare_to_plain
 from rass_theory.verifiers import VerifierResult
 
