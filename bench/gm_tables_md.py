@@ -26,6 +26,14 @@ def load_trace(path):
                       verifier=meta["verifier"])
 
 
+def _json(path):
+    """The JSON file's content, or None when it does not exist."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        return json.load(fh)
+
+
 def _f(r, key="speedup", se="speedup_se"):
     return "—" if r is None else f"{float(r[key]):.3f} ± {float(r[se]):.3f}"
 
@@ -117,10 +125,8 @@ def write_markdown(out_dir, path, optimal_list=False):
                 "`rt.check_exactness` of `verifiers.optimal_list()` at K = 2 and 4 also fails at delta = 3, 6, 12 "
                 "and passes at 0.3 and 1, while D-GRS and RASS pass at 3 and 6 (this target's paper protocol meets "
                 "large deltas). Its speedups are therefore not comparable until issue 13's verifier is fixed."]
-    rpath = os.path.join(out_dir, "rechecks.json")
-    if os.path.exists(rpath):
-        with open(rpath) as fh:
-            rech = json.load(fh)
+    rech = _json(os.path.join(out_dir, "rechecks.json"))
+    if rech:
         L += ["", "## Rechecks with fresh seeds", "",
               f"About {len(rows)} arms are each tested at alpha = 0.01, so about {0.01 * len(rows):.1f} false alarms are "
               "expected. Arms with a low p-value were rerun with new seeds (`--recheck`):", "",
@@ -159,10 +165,8 @@ def write_markdown(out_dir, path, optimal_list=False):
         w = r["widths"] if len(r["widths"]) < 20 else f"chain {len(r['widths'].split('-'))}"
         L.append(f"| {r['table']} | {r['verifier']} | {w} | {r['prefetch']} | {r['protocol']} | {r['evaluate_leaves']} "
                  f"| {_f(r)} | {pred} | {z} |")
-    tpath = os.path.join(out_dir, "timing_paper.json")
-    if os.path.exists(tpath):
-        with open(tpath) as fh:
-            t = json.load(fh)
+    t = _json(os.path.join(out_dir, "timing_paper.json"))
+    if t:
         L += ["", "## Cost", "",
               f"Wall time of 1,000 trajectories, d = 512, K = 4, L = 3, D-GRS, nearest, paper protocol, this loaded "
               f"machine: lazy expansion {t['lazy']:.1f} s, full-tree expansion {t['full']:.1f} s; plain sampling in "
