@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-from scipy.special import betainc, log_ndtr, ndtr
+from scipy.special import betainc, ndtr
 
 from rass_theory._validation import as_generator, check_delta, check_K, check_weights
 
 from .mixture_tv import default_window, logsumexp_rows
 from .rank_weights import RankSegment, grid_spacing, optimal_rank_weights
-from .threshold import ThresholdLowerSegment, normal_interval_mass, threshold_segments
+from .threshold import threshold_segments
 
 __all__ = [
     "SelectionPolicy",

@@ -34,16 +34,7 @@ import numpy as np
 
 from .mixture_tv import Segment, evaluate_tv, normal_mass
 
-__all__ = ["CellDualLP", "ExchangeResult", "exchange_lp", "cell_masses", "trapezoid_nodes"]
-
-
-def trapezoid_nodes(lo: float, hi: float, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Uniform nodes on ``[lo, hi]`` with trapezoid weights (used by the baseline LP)."""
-    s = np.linspace(lo, hi, n)
-    c = np.full(n, (hi - lo) / (n - 1))
-    c[0] *= 0.5
-    c[-1] *= 0.5
-    return s, c
+__all__ = ["CellDualLP", "ExchangeResult", "exchange_lp", "cell_masses"]
 
 
 _BANNER_SHOWN = False

@@ -7,7 +7,7 @@ Method (proofs/P4-weight-program.md):
    ``delta`` of the same ``K`` was already solved in this process, the interpolated weights.
    Before that, KKT Newton (:mod:`rass_theory.optimize.kkt`) is tried from the nearest known
    optimal structures (support, crossings, sign pattern): this process's cache and a shipped
-   table of certified optima (``_table_data.py``, built by ``optimize/data/build_table.py``
+   table of certified optima (package data ``data/optimal_weights.jsonl``, built by ``optimize/data/build_table.py``
    for K in {2..8, 16} on a delta grid), so a delta never seen in this process
    is still near a solved one.  A table start is only a start: the result is certified at the
    requested delta (step 3) or discarded.
@@ -180,21 +180,23 @@ _WARM = _WarmCache()
 _TABLE_ENABLED = True
 
 
+#: package data: one JSON row per line, ``[K, delta, left_in_A, support, weights_on_support, crossings]``
+TABLE_RESOURCE = "data/optimal_weights.jsonl"
+
+
 @functools.lru_cache(maxsize=1)
 def _raw_table() -> dict:
-    """``{K: [(delta, left_in_A, support, weights_on_support, crossings), ...]}`` parsed from
-    the shipped module ``_table_data`` (one JSON row per line of ``ROWS``)."""
+    """``{K: [(delta, left_in_A, support, weights_on_support, crossings), ...]}`` read from the
+    package data file :data:`TABLE_RESOURCE` (written by ``optimize/data/build_table.py``)."""
     import json
+    from importlib import resources
 
-    try:
-        from ._table_data import ROWS
-    except ImportError:  # pragma: no cover - the module ships with the package
-        return {}
+    text = resources.files("rass_theory.optimize").joinpath(TABLE_RESOURCE).read_text()
     out: dict = {}
-    for line in ROWS.splitlines():
+    for line in text.splitlines():
         if line.strip():
-            k, row = line.split("\t", 1)
-            out.setdefault(int(k), []).append(tuple(json.loads(row)))
+            k, *row = json.loads(line)
+            out.setdefault(int(k), []).append(tuple(row))
     return out
 
 
