@@ -1,6 +1,7 @@
 """rass_theory: exact theory and exactness tests for speculative sampling in diffusion models.
 
-The public names below are a stable contract (see ``DESIGN.md`` section 4).  They are
+The public names below are a stable contract (``docs/ARCHITECTURE.md``, "Public API and the
+verifier contract").  They are
 loaded lazily so that ``import rass_theory`` stays fast and does not import heavy optional
 machinery (torch, dask, matplotlib) until it is used.
 

@@ -1,4 +1,4 @@
-"""The rank-1 frame of one speculative node (DESIGN section 2, proof ``proofs/P1-rank1-reduction.md``).
+"""The rank-1 frame of one speculative node (proof ``proofs/P1-rank1-reduction.md``).
 
 Children ``X_1..X_K`` are iid ``N(mu_draft, sigma^2 I_d)`` and the target kernel is
 ``N(mu_target, sigma^2 I_d)``.  With

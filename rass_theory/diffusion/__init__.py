@@ -1,4 +1,4 @@
-"""Speculative diffusion on a Gaussian-mixture target (DESIGN section 3).
+"""Speculative diffusion on a Gaussian-mixture target (proof ``proofs/P9-tree-exactness.md``).
 
 Public names: :class:`GaussianMixture`, :func:`speculative_sample`, :func:`plain_sample`,
 :class:`ChurnSchedule`, :class:`TreeShape`, :func:`matched_chain`, :func:`compare_to_plain`,

@@ -1,4 +1,4 @@
-"""Resolve verifier specs and check each verifier result against the contract (DESIGN 4)."""
+"""Resolve verifier specs and check each verifier result against the contract (``docs/ARCHITECTURE.md``)."""
 from __future__ import annotations
 
 import functools

@@ -1,6 +1,6 @@
 """Isotropic Gaussian-mixture target with its analytic flow-matching denoiser and velocity.
 
-Interpolant (DESIGN section 3): ``x_s = (1 - s) x0 + s xi`` with ``x0`` from the mixture and
+Interpolant (``proofs/P9-tree-exactness.md``): ``x_s = (1 - s) x0 + s xi`` with ``x0`` from the mixture and
 ``xi ~ N(0, I_d)``; ``s = 1`` is pure noise and ``s = 0`` is data.  Everything the sampler
 needs (posterior responsibilities, ``E[x0 | x_s]``, the velocity ``E[xi - x0 | x_s]``) is
 closed form for isotropic components; see ``proofs/P9-tree-exactness.md`` (section 1).

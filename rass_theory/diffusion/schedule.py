@@ -2,7 +2,8 @@
 
 Every step is a Gaussian kernel ``x_{k+1} ~ N(a_k x_k + b_k u_k, sigma_k^2 I)`` whose mean is
 linear in the velocity ``u_k`` used at step ``k``; the draft and the target differ only in the
-velocity they plug in, so they share ``sigma_k`` as DESIGN section 2 requires.
+velocity they plug in, so they share ``sigma_k`` as the rank-1 reduction requires
+(``proofs/P1-rank1-reduction.md``).
 See ``proofs/P9-tree-exactness.md`` section 2.
 """
 from __future__ import annotations

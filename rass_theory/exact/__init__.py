@@ -1,4 +1,4 @@
-"""Exact laws of one speculative node in the rank-1 coordinate ``s`` (DESIGN section 2).
+"""Exact laws of one speculative node in the rank-1 coordinate ``s`` (``proofs/P1-rank1-reduction.md``).
 
 Public names (re-exported here; implementation modules are one topic each):
 

@@ -52,7 +52,7 @@ __all__ = [
     "DEGENERATE_DELTA",
 ]
 
-#: ``delta`` at or below which the kernels coincide to working precision (DESIGN 2).
+#: ``delta`` at or below which the kernels coincide to working precision (``proofs/P1-rank1-reduction.md``).
 DEGENERATE_DELTA = float(np.sqrt(np.finfo(np.float64).eps))
 _MAX_K = 4096
 _LP_NODES = 161

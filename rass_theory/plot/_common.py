@@ -79,7 +79,7 @@ def rass_acceptance(K: int, delta: float) -> float:
     """Exact RASS acceptance at the optimal weights, through :func:`optimal_weights_cached`.
 
     Equals ``rt.acceptance("rass", K, delta)``: the acceptance is evaluated exactly at the
-    optimiser's returned weights (DESIGN 4).
+    optimiser's returned weights.
     """
     from rass_theory.exact import acceptance
 

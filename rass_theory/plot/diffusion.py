@@ -1,4 +1,4 @@
-"""Gaussian-mixture speedup bars (DESIGN section 3, issue 5).
+"""Gaussian-mixture speedup bars (``proofs/P9-tree-exactness.md``).
 
 Speedup is standard steps divided by target calls per trajectory (one batched call per round),
 as ``rass_theory.diffusion.speculative_sample`` reports it with its standard error. The data come

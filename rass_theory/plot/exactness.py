@@ -2,7 +2,7 @@
 
 Notes
 -----
-``rt.check_exactness`` (DESIGN 5, issue 3) tests the committed states of a synthetic node against
+``rt.check_exactness`` (``proofs/S1-harness-power.md``) tests the committed states of a synthetic node against
 the target ``N(mu_target, sigma^2 I)``: the projection ``s`` against ``N(delta, 1)``,
 ``||z_perp||^2`` against ``chi^2_{d-1}``, random orthogonal directions against ``N(0, 1)``, the
 acceptance count against its exact value, and a two-sample test against direct target draws,

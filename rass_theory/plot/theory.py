@@ -9,7 +9,7 @@ rank weights (``1 - TV(g_w*, f)``); the value-aware threshold policy from
 (``rt.acceptance("optimal_list", ...)``, which attains the bound,
 ``proofs/P10-optimal-list-rule.md``); the bound
 ``alpha*(K, delta) = min_t [Phi(t - delta) + 1 - Phi(t)^K]`` from ``rt.acceptance_bound``.
-See DESIGN section 2.1 and ``proofs/`` for the statements.
+See ``proofs/`` (P2, P3, P5, P6, P7) for the statements.
 """
 from __future__ import annotations
 

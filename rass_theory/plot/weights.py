@@ -4,7 +4,7 @@ Notes
 -----
 ``w*(K, delta) = argmin_{w in simplex} TV(g_w, f)`` with
 ``g_w(s) = phi(s) sum_j w_j K!/(j!(K-1-j)!) Phi(s)^j (1 - Phi(s))^(K-1-j)`` and
-``f(s) = phi(s - delta)`` (DESIGN 2.1; convexity and the LP dual certificate in ``proofs/``).
+``f(s) = phi(s - delta)`` (convexity and the LP dual certificate: ``proofs/P4-weight-program.md``).
 Ranks are ascending in ``s``: rank ``K-1`` is the child furthest toward the target. At
 ``delta = 0`` the uniform weights are optimal (they give ``g_w = phi = f``, acceptance 1); as
 ``delta`` grows the mass moves to the top ranks.

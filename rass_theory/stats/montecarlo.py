@@ -84,7 +84,7 @@ def estimate_acceptance(verifier, K, delta, dim, n_samples, rng=None, *, sigma: 
     Parameters
     ----------
     verifier : callable
-        Obeys the verifier contract (DESIGN section 4).
+        Obeys the verifier contract (``docs/ARCHITECTURE.md``).
     K, delta, dim : node parameters.
     n_samples : int
         Number of independent nodes.

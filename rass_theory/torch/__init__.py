@@ -1,7 +1,7 @@
 """Torch twins of the verifiers and the torch chunk runner of the exactness harness.
 
 ``rass_theory.torch.verifiers.rmc() / .dgrs() / .rass(...) / .threshold(...) / .resample()`` follow
-the verifier contract of DESIGN section 4 on tensors and a ``torch.Generator``; dtype and device
+the verifier contract of ``docs/ARCHITECTURE.md`` on tensors and a ``torch.Generator``; dtype and device
 follow the inputs.  ``run_chunk_torch`` is the harness backend behind
 ``rt.check_exactness(..., backend="torch", device=...)``.  Importing this package imports torch;
 ``import rass_theory`` alone does not.

@@ -40,7 +40,7 @@ def degenerate_tolerance(dtype: torch.dtype = COMPUTE_DTYPE) -> float:
 
 @dataclass(frozen=True)
 class TorchVerifierResult:
-    """Output of one torch verification call (DESIGN section 4 on tensors).
+    """Output of one torch verification call (the verifier contract of ``docs/ARCHITECTURE.md`` on tensors).
 
     Attributes
     ----------

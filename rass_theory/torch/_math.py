@@ -5,7 +5,7 @@ Every function works on batched tensors (one row per node, per-row ``delta``), u
 branch), so nothing here synchronises the device with the host.  The NumPy references are
 :mod:`rass_theory.exact.batch` and :mod:`rass_theory.exact.dgrs`; tests check agreement.
 
-Notation (DESIGN section 2): ``phi``/``Phi`` standard normal pdf/cdf, ``f(s) = phi(s - delta)``.
+Notation (``proofs/P1-rank1-reduction.md``): ``phi``/``Phi`` standard normal pdf/cdf, ``f(s) = phi(s - delta)``.
 """
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ class SelectedLaw:
         1 - G(s) = (1 - P^K) + sum_{i=0}^{K-1} (1 - W_i) C(K, i) p^i (P - p)^(K-i),
 
     and for ``s >= t``: ``g(s) = K phi(s) p^(K-1)``, ``G(s) = p^K``.  With ``t = +inf`` this is
-    the Bernstein form of the RASS selected law, DESIGN section 2.1 (proof ``P7-selected-law``).
+    the Bernstein form of the RASS selected law (proof ``P7-selected-law``).
     All sums are evaluated as streaming log-sum-exps of log-space terms (``log_ndtr``), so
     float32 keeps relative accuracy in both tails.  Inputs ``s`` of shape ``(n, m)`` evaluate
     row ``i``'s law at ``m`` points.

@@ -1,6 +1,6 @@
 """Torch twins of the batched verifiers: RMC, D-GRS, RASS, the threshold policy, resample.
 
-Same contract as :mod:`rass_theory.verifiers` (DESIGN section 4) on tensors::
+Same contract as :mod:`rass_theory.verifiers` (``docs/ARCHITECTURE.md``) on tensors::
 
     verifier(children (n, K, d), mu_draft (n, d), mu_target (n, d), sigma float | (n,), rng)
         -> TorchVerifierResult(states (n, d), accepted (n,) bool, child_index (n,) int64)

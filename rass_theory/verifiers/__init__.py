@@ -6,7 +6,7 @@ Every verifier is a callable
         -> VerifierResult(states (n, d), accepted (n,) bool, child_index (n,) int)
 
 with ``child_index == -1`` where not accepted and, where accepted, ``states[i]`` equal bit for bit
-to ``children[i, child_index[i]]`` (DESIGN section 4).  Rows are processed without a Python loop
+to ``children[i, child_index[i]]`` (the verifier contract, ``docs/ARCHITECTURE.md``).  Rows are processed without a Python loop
 and independently: each rule draws its uniforms up front as ``rng.random((n, m))`` so row ``i``'s
 output depends only on its inputs and on its own block of the stream.
 

@@ -1,4 +1,4 @@
-"""Checker for the batched verifier contract (DESIGN section 4).
+"""Checker for the batched verifier contract (``docs/ARCHITECTURE.md``, "Public API and the verifier contract").
 
 A verifier is any callable ``verifier(children, mu_draft, mu_target, sigma, rng)``; the object it
 returns must expose ``states (n, d)``, ``accepted (n,)`` of bool and ``child_index (n,)`` of int,

@@ -1,4 +1,4 @@
-"""The result object every batched verifier returns (DESIGN section 4)."""
+"""The result object every batched verifier returns (the verifier contract, ``docs/ARCHITECTURE.md``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

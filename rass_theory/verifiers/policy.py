@@ -1,4 +1,4 @@
-"""Verifiers for value-aware selection policies (DESIGN section 2.1, "beyond the paper")."""
+"""Verifiers for value-aware selection policies (proof ``proofs/P8-value-aware-policies.md``)."""
 from __future__ import annotations
 
 import functools
