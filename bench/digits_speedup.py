@@ -25,7 +25,7 @@ import torch
 from rass_theory.diffusion import predict_speedup
 from rass_theory.diffusion.torch_sampler import plain_sample_torch, resolve_torch_verifier, speculative_sample_torch
 from rass_theory.models import digits_flow
-from rass_theory.plot.learned import digits_speedup_data
+from rass_theory.plot.learned import digits_speedup_data, snapped_threshold_prediction
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,6 +43,9 @@ def main(argv=None):
     table, runs = digits_speedup_data(n_samples=args.n, seed=args.seed, model=model, keep_runs=True)
     sweep_s = time.perf_counter() - t0
     ref_run = runs[("rass", 4, 3)]
+    snapped = resolve_torch_verifier("threshold", 2)
+    thr_interp = ", ".join(f"K={K}: {predict_speedup(runs[('threshold', K, 3)], snapped).predicted_speedup:.3f}"
+                           for K in (2, 4))
     thr_note = ", ".join(f"K={K}: {predict_speedup(runs[('threshold', K, 3)], 'threshold').predicted_speedup:.3f}"
                          for K in (2, 4))
     lines = [
@@ -58,9 +61,11 @@ def main(argv=None):
         "estimator. Predicted: `diffusion.predict_speedup` from the arm's own delta trace (z = (measured - "
         "predicted) / SE) and from the single RASS K=4, L=3 trace. The threshold policy runs with its parameters "
         "snapped to a delta grid (`diffusion._contract.THRESHOLD_GRID`, exact for any parameters); it is predicted "
-        "with that snapped policy's exact acceptance (`predict_speedup(run, verifier=<snapped policy>)`); the name "
-        "`\"threshold\"` would predict the per-delta optimal policy, an upper bound: "
-        f"{thr_note}.",
+        "with that snapped policy's acceptance at every recorded node (`plot.learned.snapped_threshold_prediction`, "
+        "the same dynamic programme as `predict_speedup`). `predict_speedup(run, \"threshold\")` predicts the "
+        f"per-delta optimal policy instead, an upper bound ({thr_note}), and `predict_speedup(run, <snapped "
+        "policy>)` interpolates its acceptance on a 0.1 grid across the jumps at the snapping points "
+        f"({thr_interp}).",
         "",
         "| verifier | K | L | budget | measured | mean of ratios | predicted (own trace) | z | "
         "predicted (RASS K=4 trace) | root acceptance | wall s |",
@@ -68,8 +73,10 @@ def main(argv=None):
     ]
     for i in range(len(table["verifier"])):
         v, K, L = str(table["verifier"][i]), int(table["K"][i]), int(table["L"][i])
-        rule = resolve_torch_verifier(v, K) if v == "threshold" else v
-        cross = predict_speedup(ref_run, rule, K, L).predicted_speedup
+        if v == "threshold":
+            cross = snapped_threshold_prediction(ref_run, resolve_torch_verifier(v, K), K, L)
+        else:
+            cross = predict_speedup(ref_run, v, K, L).predicted_speedup
         lines.append(f"| {v} | {K} | {L} | {table['budget'][i]} | {table['speedup'][i]:.3f} ± "
                      f"{table['speedup_se'][i]:.3f} | {table['speedup_mean_of_ratios'][i]:.3f} | "
                      f"{table['predicted_speedup'][i]:.3f} | {table['z'][i]:+.2f} | {cross:.3f} | "

@@ -54,7 +54,8 @@ def from_diffusers(model, scheduler, image_shape=None, model_kwargs=None, name=N
     ----------
     model : torch.nn.Module
         A diffusers network called as ``model(sample, timestep=..., **model_kwargs,
-        return_dict=False)`` returning a tuple whose first entry is the prediction (``UNet2DModel``, ``SD3Transformer2DModel``, ...).
+        return_dict=False)`` returning a tuple whose first entry is the prediction
+        (``UNet2DModel``, ``SD3Transformer2DModel``, ...).
     scheduler : diffusers scheduler
         ``FlowMatchEulerDiscreteScheduler``: the model predicts the flow-matching velocity
         ``noise - x0`` at ``sigma = s`` and is called with ``timestep = s * num_train_timesteps``

@@ -19,7 +19,8 @@ from .exactness import derive_seed
 from .style import new_figure, style_context
 from .table import Table
 
-__all__ = ["digits_speedup_data", "digits_arms", "plot_sample_grids", "plot_delta_histograms"]
+__all__ = ["digits_speedup_data", "digits_arms", "snapped_threshold_prediction", "plot_sample_grids",
+           "plot_delta_histograms"]
 
 
 def digits_arms(trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "threshold"), rmc_chains=True):
@@ -73,12 +74,13 @@ def digits_speedup_data(*, trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "t
         run = speculative_sample_torch(model, v, K=K, L=L, n_samples=n_samples, n_steps=n_steps, churn=churn,
                                        rng=derive_seed(seed, 4000 + j), prefetch=prefetch)
         wall = time.perf_counter() - t0
-        # runs use the threshold policy snapped to a delta grid: predict with that policy's exact
-        # acceptance (the name "threshold" would predict the per-delta optimum, an upper bound)
-        pred = predict_speedup(run, resolve_torch_verifier(v, K) if v == "threshold" else None)
+        if v == "threshold":     # runs snap the policy's parameters to a delta grid: predict that policy
+            predicted = snapped_threshold_prediction(run, resolve_torch_verifier(v, K))
+        else:
+            predicted = predict_speedup(run).predicted_speedup
         rows.append({"verifier": v, "K": str(K), "L": L, "budget": budget, "speedup": run.speedup,
-                     "speedup_se": run.speedup_se, "predicted_speedup": float(pred.predicted_speedup),
-                     "z": float((run.speedup - pred.predicted_speedup) / run.speedup_se),
+                     "speedup_se": run.speedup_se, "predicted_speedup": float(predicted),
+                     "z": float((run.speedup - predicted) / run.speedup_se),
                      "speedup_mean_of_ratios": run.speedup_mean_of_ratios,
                      "acceptance_depth0": float(run.acceptance_by_depth()[0]), "wall_s": wall,
                      "n_samples": n_samples})
@@ -88,6 +90,33 @@ def digits_speedup_data(*, trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "t
     table = Table.from_records(rows, meta={"model": "digits_flow", "n_steps": n_steps, "churn": churn,
                                            "prefetch": prefetch, "seed": seed, "device": str(device)})
     return (table, runs) if keep_runs else table
+
+
+def snapped_threshold_prediction(run, policy, K=None, L=None) -> float:
+    """Predicted speedup of the grid-snapped threshold policy from a run's delta trace.
+
+    Every recorded node gets its acceptance under the snapped policy the runs use
+    (``policy.acceptance_array``); ``K, L`` give another tree shape (default: the run's), read
+    as ``diffusion.predict_speedup`` reads it.  ``diffusion.predict_speedup(run, "threshold")``
+    predicts the per-delta optimal policy (an upper bound), and ``predict_speedup(run, policy)``
+    interpolates the policy's acceptance on a 0.1 grid across the jumps it has at the snapping
+    grid points; both are biased for snapped runs.  The dynamic programme
+    (``diffusion.theory.expected_calls`` on the trace's cell means) is the same.
+    """
+    from ..diffusion import TreeShape
+    from ..diffusion.theory import expected_calls
+    from ..diffusion.traces import DeltaTrace
+
+    trace = run if isinstance(run, DeltaTrace) else DeltaTrace.from_run(run)
+    shape = TreeShape(trace.widths) if K is None else TreeShape.from_spec(K, L)
+    widths = np.asarray(shape.widths)[np.minimum(trace.depth, shape.depth - 1)]
+    alpha = np.empty(trace.delta.shape)
+    for Kj in np.unique(widths):
+        m = widths == Kj
+        alpha[m] = policy.acceptance_array(int(Kj), trace.delta[m])
+    total = expected_calls(trace.cell_means(alpha, shape.depth), n_std=trace.n_std, prefetch=trace.prefetch,
+                           evaluate_leaves=trace.evaluate_leaves, draft=trace.draft)
+    return float(trace.n_std / total)
 
 
 def _mosaic(samples, n_side):
