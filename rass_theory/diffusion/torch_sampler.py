@@ -105,25 +105,24 @@ class _SnappedThreshold:
         the cell's left edge to its right edge and interpolated linearly inside the cell (the
         policy changes, and the acceptance jumps, only at grid points; error ``< 1e-3``)."""
         delta = np.asarray(delta, dtype=float)
-        key = ("table", int(K))
-        if key not in self._verifiers:
-            from ..optimize.policies import threshold_acceptance
-            from ._contract import _threshold_policy
-
-            edges = np.r_[self.grid, max(self.grid[-1] * 1.5, self.grid[-1] + 2.0)]
-            rows = []
-            for c in range(self.grid.size):
-                pol = _threshold_policy(int(K), float(self.grid[c]))
-                xs = np.linspace(edges[c], edges[c + 1], 11)
-                rows.append((xs, np.array([threshold_acceptance(int(K), float(x), pol.t, pol.weights) for x in xs])))
-            self._verifiers[key] = rows
-        rows = self._verifiers[key]
         cells = np.clip(np.searchsorted(self.grid, delta, side="right") - 1, 0, self.grid.size - 1)
         out = np.empty(delta.shape)
         for c in np.unique(cells):
             m = cells == c
-            out[m] = np.interp(delta[m], *rows[c])
+            out[m] = np.interp(delta[m], *self._cell_table(int(K), int(c)))
         return out
+
+    def _cell_table(self, K: int, c: int):
+        key = ("table", K, c)
+        if key not in self._verifiers:                     # built on first use, one grid cell at a time
+            from ..optimize.policies import threshold_acceptance
+            from ._contract import _threshold_policy
+
+            edges = np.r_[self.grid, max(self.grid[-1] * 1.5, self.grid[-1] + 2.0)]
+            pol = _threshold_policy(K, float(self.grid[c]))
+            xs = np.linspace(edges[c], edges[c + 1], 11)
+            self._verifiers[key] = (xs, np.array([threshold_acceptance(K, float(x), pol.t, pol.weights) for x in xs]))
+        return self._verifiers[key]
 
     def _verifier(self, K, cell):
         key = (K, cell)
