@@ -47,10 +47,8 @@ def timed(fn, repeats):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=200_000)
-    ap.add_argument("--K", type=int, default=4)
-    ap.add_argument("--d", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=5)
+    for flag, default in (("--n", 200_000), ("--K", 4), ("--d", 64), ("--repeats", 5)):
+        ap.add_argument(flag, type=int, default=default)
     args = ap.parse_args(argv)
 
     import torch

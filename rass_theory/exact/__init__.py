@@ -8,29 +8,23 @@ Public names (re-exported here; implementation modules are one topic each):
 - :func:`acceptance_bound`, :func:`bound_threshold`, :func:`list_coupling_bound` — the
   list-coupling bound (:mod:`.bound`).
 - :func:`selected_law`, :func:`residual_law` (:mod:`.selected`), :func:`rass_acceptance`,
-  :func:`rass_tv` (:mod:`.rass`) — the RASS selected law and its maximal coupling, loaded on
-  first use.
+  :func:`rass_tv` (:mod:`.rass`) — the RASS selected law and its maximal coupling.
+- The residual-law engine: :mod:`._window` (the truncation window), :mod:`._roots` (the root
+  finder), :mod:`.batch` (per-row crossings, masses and inverse-CDF draws) and :mod:`.segments`
+  (mixtures of segments: acceptance, TV, gradient, certified gap).
 
 Batch helpers for the verifiers live in :mod:`.batch` and :mod:`.dgrs`
 (``docs/ARCHITECTURE.md``).  Proofs: ``proofs/README.md``.
 """
 from __future__ import annotations
 
-import importlib
-
 # the submodule ``acceptance`` shares its name with the function; importing the function here
 # (after the submodule has loaded) makes ``rass_theory.exact.acceptance`` the function.
 from rass_theory.exact.acceptance import RULES, acceptance, rejection_probability
 from rass_theory.exact.bound import BoundResult, acceptance_bound, bound_threshold, list_coupling_bound
 from rass_theory.exact.dgrs import DGRSLevels, dgrs_residual_masses
-
-# names provided by modules loaded on first use: name -> module
-_LAZY = {
-    "selected_law": "rass_theory.exact.selected",
-    "residual_law": "rass_theory.exact.selected",
-    "rass_acceptance": "rass_theory.exact.rass",
-    "rass_tv": "rass_theory.exact.rass",
-}
+from rass_theory.exact.rass import rass_acceptance, rass_tv
+from rass_theory.exact.selected import residual_law, selected_law
 
 __all__ = [
     "RULES",
@@ -42,17 +36,8 @@ __all__ = [
     "BoundResult",
     "dgrs_residual_masses",
     "DGRSLevels",
-    *_LAZY,
+    "selected_law",
+    "residual_law",
+    "rass_acceptance",
+    "rass_tv",
 ]
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rass_theory.exact' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))

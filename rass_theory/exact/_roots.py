@@ -10,7 +10,6 @@ with the tolerances the exact module documents: a bracket of relative width ``~8
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize.elementwise import find_root
 
 __all__ = ["bracketed_roots"]
 
@@ -47,6 +46,9 @@ def bracketed_roots(fun, a, b, *, args=(), xrtol: float = 4 * _EPS, xatol: float
     b = np.asarray(b, dtype=np.float64)
     if a.size == 0:
         return a.copy()
+    # imported on first use: scipy.optimize costs ~1 s to import, and most callers of
+    # rass_theory.exact (closed forms, the bound) never solve a root
+    from scipy.optimize.elementwise import find_root
 
     def clipped(x, *extra):
         v = np.asarray(fun(x, *extra), dtype=np.float64)

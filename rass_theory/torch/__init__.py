@@ -8,28 +8,9 @@ follow the inputs.  ``run_chunk_torch`` is the harness backend behind
 """
 from __future__ import annotations
 
-import importlib
+from . import verifiers
+from ._core import TorchVerifierResult
+from .harness import resolve_device, run_chunk_torch
+from . import mutants  # noqa: E402 - after verifiers, which the mutants compose
 
 __all__ = ["verifiers", "mutants", "run_chunk_torch", "resolve_device", "TorchVerifierResult"]
-
-_LAZY = {
-    "run_chunk_torch": "rass_theory.torch.harness",
-    "resolve_device": "rass_theory.torch.harness",
-    "TorchVerifierResult": "rass_theory.torch._core",
-}
-
-
-def __getattr__(name):
-    if name in ("verifiers", "mutants", "harness"):
-        module = importlib.import_module(f"rass_theory.torch.{name}")
-        globals()[name] = module
-        return module
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rass_theory.torch' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
