@@ -53,13 +53,36 @@ def run(name, verifier, seed, n_samples, expect_pass):
             f"{res.correction_fraction:.1%}")
 
 
+def power_table() -> str:
+    """Detectable discrepancy per statistic at the defaults (``detectable_discrepancies``)."""
+    from rass_theory.stats.certify import default_cells
+    from rass_theory.stats.harness import DEFAULT_N_SAMPLES, _config, _family_size, tail_test_names
+    from rass_theory.stats.power import detectable_discrepancies
+
+    cfgs = [_config(rt.verifiers.rass(), K, d, dim, DEFAULT_N_SAMPLES, 1e-3, 0, None, None, None, None, 4096, 400,
+                    None, 0.01, "numpy", None, None, None, 1, False) for K, d, dim in default_cells()]
+    m = sum(_family_size(c, with_tails=False) for c in cfgs) + len(tail_test_names(8, 2))
+    rows_all = len(cfgs) * len(cfgs[0].dtypes) * DEFAULT_N_SAMPLES
+    lines = [f"default grid: {len(cfgs)} cells, n = {DEFAULT_N_SAMPLES:,} rows per pass and cell, Holm family m = {m}, "
+             f"alpha = 1e-3, beta = 0.01; far tails pooled over {rows_all:,} rows", "",
+             "| statistic | detectable discrepancy | unit |", "|---|---|---|"]
+    for name, (value, unit) in detectable_discrepancies(DEFAULT_N_SAMPLES, 1e-3, m, 0.01,
+                                                        n_tail_rows=rows_all).items():
+        lines.append(f"| {name} | {float(value):.4g} | {unit} |")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--n-samples", type=int, default=None)
     ap.add_argument("--no-exact", action="store_true")
+    ap.add_argument("--power", action="store_true", help="print the detectable discrepancy per statistic and exit")
     args = ap.parse_args()
+    if args.power:
+        print(power_table())
+        return
     rows = []
     header = ("verifier", "kind", "verdict", "as expected", "smallest p (Holm)", "test", "wall s", "CPU s",
               "wall s per cell", "corrections")

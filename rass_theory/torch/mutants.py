@@ -15,15 +15,20 @@ so the harness's acceptance test compares against that claim.  The ported bugs:
 ``always_accept_top``                   commit the child with the largest ``s``
 ``dgrs_flat_residual``                  D-GRS testing every child with ``min(1, f/phi)``
 ``dgrs_sorted_order``                   D-GRS examining children sorted by ``s``
+``row0_delta_for_batch``                RASS using row 0's delta for the whole batch
+``always_accept_first``                 commit child 0 on every row, no acceptance declared
+``correction_written_into_children``    correction written into ``children`` in place, row reported accepted
 ======================================  =====================================================
 """
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 
 from .._validation import check_K
 from . import _math
-from ._core import finish, prepare
+from ._core import TorchVerifierResult, finish, prepare
 from .verifiers import RASSVerifier, _residual_where_rejected, _select_rank, _TorchVerifier
 
 __all__ = ["MUTANTS", "all_mutants", "TorchMutant"]
@@ -76,12 +81,16 @@ def _single_draft_residual(delta, u):
 
 
 def _rank_rule(*, ratio="g", residual="g", reverse_correction=False, orth="keep", precision=None,
-               select="sorted"):
+               select="sorted", delta_used="row"):
     """A RASS-like rule with switchable (possibly wrong) pieces; weights as ``rass("optimal")``."""
     reference = RASSVerifier("optimal")
 
     def rule(children, mu_draft, mu_target, sigma, rng):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        if delta_used == "row0":
+            batch = dataclasses.replace(batch, delta=batch.delta[:1].expand_as(batch.delta).clone(),
+                                        delta_safe=batch.delta_safe[:1].expand_as(batch.delta_safe).clone(),
+                                        degenerate=batch.degenerate[:1].expand_as(batch.degenerate).clone())
         n, K = batch.n, batch.K
         u = batch.uniform(n, 3)
         w = reference._device_weights(batch).contiguous()
@@ -212,3 +221,40 @@ def dgrs_sorted_order(K: int = 4):
     """D-GRS examining the children sorted by ``s`` instead of in drafting order."""
     return TorchMutant("dgrs_sorted_order", _dgrs_rule(order="sorted"), imitates="dgrs")
 
+
+
+@_register("row0_delta_for_batch")
+def row0_delta_for_batch(K: int = 4):
+    """RASS reading ``delta`` from row 0 for the whole batch (exact only on homogeneous batches)."""
+    return TorchMutant("row0_delta_for_batch", _rank_rule(delta_used="row0"))
+
+
+def _always_accept_first(children, mu_draft, mu_target, sigma, rng):
+    n = children.shape[0]
+    return TorchVerifierResult(children[:, 0].clone(), torch.ones(n, dtype=torch.bool, device=children.device),
+                               torch.zeros(n, dtype=torch.int64, device=children.device))
+
+
+@_register("always_accept_first")
+def always_accept_first(K: int = 4):
+    """Commit child 0 on every row and declare no acceptance (caught by ``acceptance_bound`` and ``s``)."""
+    mutant = TorchMutant("always_accept_first", _always_accept_first)
+    mutant.expected_acceptance = None
+    return mutant
+
+
+def _written_into_children(children, mu_draft, mu_target, sigma, rng):
+    res = RASSVerifier("optimal")(children, mu_draft, mu_target, sigma, rng)
+    rows = torch.nonzero(~res.accepted).flatten()
+    chosen = res.child_index.clone()
+    if rows.numel():
+        # the selected child is not reported on corrected rows; write into child 0
+        chosen[rows] = 0
+        children[rows, 0] = res.states[rows].to(children.dtype)
+    return TorchVerifierResult(res.states, torch.ones_like(res.accepted), chosen)
+
+
+@_register("correction_written_into_children")
+def correction_written_into_children(K: int = 4):
+    """RASS writing each correction into ``children`` in place and reporting the row accepted."""
+    return TorchMutant("correction_written_into_children", _written_into_children)

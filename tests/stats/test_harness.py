@@ -67,7 +67,7 @@ class TestVerdicts:
         assert "s_ks" in str(rep) and rep.test("s_ks").pvalue == d["tests"][0]["pvalue"]
         assert "took the correction branch" in rep.summary() and "50% of rows at delta=0.5" in rep.summary()
 
-    def test_independent_rmc_passes_with_its_exact_acceptance_per_group(self):
+    def test_independent_rmc_passes_with_its_exact_acceptance(self):
         rep = rt.check_exactness(make_reflection, expected_acceptance=reflection_acceptance,
                                  **{**SMALL, "K": 1})
         assert rep.passed, rep

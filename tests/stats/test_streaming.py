@@ -83,7 +83,7 @@ class TestChunkPlan:
 
 
 class TestCounts:
-    def test_merge_is_additive_and_associative(self, node):
+    def test_split_merge_equals_whole(self, node):
         plan = chunk_plan(3000, 1000, 11, 1500)
         parts = [run_chunk_numpy(resample, node, s) for s in plan]
         merged = ExactnessCounts.merge_all(parts)
