@@ -248,6 +248,10 @@ class RASSVerifier(_TorchVerifier):
         ``delta`` it uses ``optimal_rank_weights(K, delta)`` (solved once, cached).  A callable
         is called as ``weights(delta, K)`` with the per-row ``delta`` tensor on the device and
         must return a tensor ``(K,)`` or ``(n, K)`` there.  Exactness holds for any weights.
+        Per-row deltas get the same weights as NumPy's ``rass()`` (the same interpolator, to
+        rounding: ``bench/backend_parity.py``).  A single-delta batch is solved exactly by NumPy but
+        interpolated here unless ``delta`` is pinned (detecting it would synchronise the device).
+        ``expected_acceptance`` always refers to the weights this verifier uses.
     delta : float, optional
         Pin the ``"optimal"`` weights to this displacement (one configuration).
     grid_size, max_crossings : int

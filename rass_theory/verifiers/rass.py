@@ -200,7 +200,11 @@ def rass(weights="optimal", residual: str = "inverse", orthogonal: str = "select
     weights : "optimal" (default; ``None`` means the same), "uniform", array (K,), or callable
         ``(delta, K) -> weights``.  Rank weights, ascending ranks.  ``"optimal"`` solves
         ``optimal_rank_weights(K, delta)`` when the batch has one ``delta`` (to 12 significant
-        digits) and uses ``optimal_weights_interpolator(K)`` for per-row deltas.  Exactness holds for any weights; only the acceptance depends on them.
+        digits) and uses ``optimal_weights_interpolator(K)`` for per-row deltas (the torch twin
+        uses the same interpolator for per-row deltas, so both backends give the same law; for a
+        single-delta batch torch cannot inspect ``delta`` without a host synchronisation and
+        interpolates too unless its ``delta=`` is pinned).  Exactness holds for any weights; only
+        the acceptance depends on them.
     residual : {"inverse", "rejection"}
     orthogonal : {"selected", "fresh"}
 
