@@ -157,9 +157,10 @@ import rass_theory as rt
 def my_verifier(children, mu_draft, mu_target, sigma, rng):
     \"\"\"Reflection maximal coupling on child 0 (ignores the other children).\"\"\"
     x = children[:, 0, :]
+    sigma = np.broadcast_to(np.asarray(sigma, dtype=float), (len(x),))[:, None]  # scalar or (n,)
     diff = mu_target - mu_draft
     norm = np.linalg.norm(diff, axis=1)
-    delta = norm / sigma
+    delta = norm / sigma[:, 0]
     e = diff / np.where(norm > 0, norm, 1.0)[:, None]
     z = (x - mu_draft) / sigma
     s = np.einsum("nd,nd->n", z, e)
@@ -173,8 +174,9 @@ def my_verifier(children, mu_draft, mu_target, sigma, rng):
 """),
     md("""
 Its exact acceptance is `2 Phi(-delta/2)`; passing it as `expected_acceptance` adds an exact
-binomial test of the accepted count. 40,000 samples keep this notebook fast; the harness default
-is 10^6.
+binomial test of the accepted count at the named delta. Every row is its own node (its own
+`sigma`, passed as an `(n,)` array or a scalar), so the verifier broadcasts `sigma`. 40,000 rows keep
+this notebook fast; `rt.check_exactness(my_verifier)` with no options runs the default grid.
 """),
     code("""
 delta = 0.5
@@ -196,12 +198,13 @@ remainder from `f` itself over-weights the region where `f > phi`.
     code("""
 def buggy_verifier(children, mu_draft, mu_target, sigma, rng):
     res = my_verifier(children, mu_draft, mu_target, sigma, rng)
+    sigma = np.broadcast_to(np.asarray(sigma, dtype=float), (len(children),))[:, None]
     diff = mu_target - mu_draft
     norm = np.linalg.norm(diff, axis=1)
     e = diff / np.where(norm > 0, norm, 1.0)[:, None]
     z = (res.states - mu_draft) / sigma
     s = np.einsum("nd,nd->n", z, e)
-    fresh = norm / sigma + rng.standard_normal(len(s))   # BUG: residual drawn from the target itself
+    fresh = norm / sigma[:, 0] + rng.standard_normal(len(s))   # BUG: residual drawn from the target itself
     s_new = np.where(res.accepted, s, fresh)
     states = mu_draft + sigma * (z + (s_new - s)[:, None] * e)
     states[res.accepted] = res.states[res.accepted]
