@@ -1,7 +1,9 @@
 """The optimal list rule: acceptance minus bound on the issue's grid, solve times, verifier speed.
 
 1. ``acceptance - acceptance_bound`` per cell of K in {2, 3, 4, 8, 16} x delta in
-   {0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4}, and the relative difference of the rejections.
+   {0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4}, the relative difference of the rejections, and
+   the worst difference against an independent mpmath bound (40 digits; the reference of
+   ``tests/optimize/test_list_rule.py``).
 2. Solve time per (K, delta): cold (``lru_cache`` cleared), warm (cached), and the vectorised
    per-row solve of 100,000 distinct deltas.
 3. Verifier time per call against RASS (optimal weights) in the same process, n = 200,000,
@@ -47,6 +49,22 @@ def gap_table():
             cells.append(f"{gap:.1e}" if rule.status == "optimal" else f"{gap:.1e} ({rule.status})")
         lines.append(f"| {K} | " + " | ".join(cells) + " |")
     return lines, worst, worst_cell, worst_rel, all_ok
+
+
+def mpmath_check():
+    """Worst ``|acceptance - alpha*_mpmath|`` over the grid, and its cell."""
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "optimize"))
+    from test_list_rule import _mp_bound
+
+    worst, cell = 0.0, None
+    for K in GRID_K:
+        for d in GRID_DELTA:
+            err = abs(rt.optimal_list_rule(K, d).acceptance - float(_mp_bound(K, d)[0]))
+            if err >= worst:
+                worst, cell = err, (K, d)
+    return worst, cell
 
 
 def solve_times():
@@ -134,6 +152,9 @@ def main(argv=None):
     status = "Every cell has status `optimal`." if all_ok else "Some cells did NOT reach status `optimal` (see table)."
     out += ["", (f"Worst cell: K = {cell[0]}, delta = {cell[1]:g}, acceptance - bound = {worst:.2e}; worst relative "
                  f"difference of the rejections (rule vs bound module) = {worst_rel:.2e}. {status}"), ""]
+    mp_worst, mp_cell = mpmath_check()
+    out += [(f"Against an independent mpmath bound (40 digits): worst |acceptance - alpha*| = {mp_worst:.2e} "
+             f"at K = {mp_cell[0]}, delta = {mp_cell[1]:g}."), ""]
     cold, warm, vec = solve_times()
     out += ["## Solve time per (K, delta), 50 cells", "",
             "| | median | max |", "| --- | ---: | ---: |",
