@@ -15,7 +15,7 @@ _HAS_RASS = importlib.util.find_spec("rass_theory.exact.rass") is not None
 
 class TestValidation:
     def test_unknown_rule_lists_valid_ones(self):
-        with pytest.raises(ValueError, match=r"rule must be one of \('rmc', 'dgrs', 'rass', 'threshold'\)"):
+        with pytest.raises(ValueError, match=r"rule must be one of \('rmc', 'dgrs', 'rass', 'threshold', 'optimal_list'\)"):
             rt.acceptance("grs", 2, 1.0)
         with pytest.raises(TypeError, match="rule must be a string"):
             rt.acceptance(3, 2, 1.0)
