@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ..verifiers._core import BatchShape
+from ..verifiers._result import VerifierResult
+
 __all__ = ["TorchVerifierResult", "TorchBatch", "prepare", "finish", "as_torch_generator",
            "degenerate_tolerance", "SUPPORTED_DTYPES", "COMPUTE_DTYPE"]
 
@@ -39,8 +42,11 @@ def degenerate_tolerance(dtype: torch.dtype = COMPUTE_DTYPE) -> float:
 
 
 @dataclass(frozen=True)
-class TorchVerifierResult:
+class TorchVerifierResult(VerifierResult):
     """Output of one torch verification call (the verifier contract of ``docs/ARCHITECTURE.md`` on tensors).
+
+    The NumPy :class:`rass_theory.verifiers.VerifierResult` with tensor fields; ``n_accepted`` and
+    ``acceptance_rate`` synchronise with the device.
 
     Attributes
     ----------
@@ -59,24 +65,8 @@ class TorchVerifierResult:
     accepted: torch.Tensor
     child_index: torch.Tensor
 
-    @property
-    def n(self) -> int:
-        """Number of rows."""
-        return int(self.accepted.shape[0])
-
-    @property
-    def n_accepted(self) -> int:
-        """Number of accepted rows (synchronises with the device)."""
-        return int(self.accepted.sum().item())
-
-    @property
-    def acceptance_rate(self) -> float:
-        """Fraction of accepted rows (synchronises with the device)."""
-        return self.n_accepted / self.n if self.n else float("nan")
-
-    def numpy(self):
+    def numpy(self) -> VerifierResult:
         """The same result as NumPy arrays (a :class:`rass_theory.verifiers.VerifierResult`)."""
-        from ..verifiers._result import VerifierResult
         return VerifierResult(self.states.detach().cpu().numpy(), self.accepted.detach().cpu().numpy(),
                               self.child_index.detach().cpu().numpy())
 
@@ -112,7 +102,7 @@ def as_torch_generator(rng, device: torch.device) -> torch.Generator:
 
 
 @dataclass(frozen=True)
-class TorchBatch:
+class TorchBatch(BatchShape):
     """A validated node batch in rank-1 coordinates (torch).
 
     Attributes
@@ -139,18 +129,6 @@ class TorchBatch:
     degenerate: torch.Tensor
     s: torch.Tensor
     generator: torch.Generator
-
-    @property
-    def n(self) -> int:
-        return self.children.shape[0]
-
-    @property
-    def K(self) -> int:
-        return self.children.shape[1]
-
-    @property
-    def d(self) -> int:
-        return self.children.shape[2]
 
     @property
     def dtype(self) -> torch.dtype:

@@ -20,11 +20,27 @@ from .._validation import as_generator
 from ..frame import Rank1Frame, validate_node_inputs
 from ._result import VerifierResult
 
-__all__ = ["NodeBatch", "prepare", "finish", "draw_uniforms"]
+__all__ = ["BatchShape", "NodeBatch", "prepare", "finish", "draw_uniforms"]
+
+
+class BatchShape:
+    """``n``, ``K`` and ``d`` of a node batch, read from its ``children (n, K, d)`` (NumPy or torch)."""
+
+    @property
+    def n(self) -> int:
+        return self.children.shape[0]
+
+    @property
+    def K(self) -> int:
+        return self.children.shape[1]
+
+    @property
+    def d(self) -> int:
+        return self.children.shape[2]
 
 
 @dataclass(frozen=True)
-class NodeBatch:
+class NodeBatch(BatchShape):
     """A validated batch of nodes in rank-1 coordinates.
 
     Attributes
@@ -40,18 +56,6 @@ class NodeBatch:
     frame: Rank1Frame
     s: np.ndarray
     rng: np.random.Generator
-
-    @property
-    def n(self) -> int:
-        return self.children.shape[0]
-
-    @property
-    def K(self) -> int:
-        return self.children.shape[1]
-
-    @property
-    def d(self) -> int:
-        return self.children.shape[2]
 
     @property
     def delta(self) -> np.ndarray:

@@ -39,8 +39,8 @@ class VerifierResult:
 
     @property
     def n_accepted(self) -> int:
-        """Number of nodes that committed a drafted child."""
-        return int(np.count_nonzero(self.accepted))
+        """Number of nodes that committed a drafted child (a torch result synchronises here)."""
+        return int(self.accepted.sum())
 
     @property
     def acceptance_rate(self) -> float:
