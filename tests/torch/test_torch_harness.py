@@ -147,3 +147,19 @@ def test_ported_mutants_fail(name):
     rep = rt.check_exactness(mutant, **CELL, n_samples=20_000, chunk_size=20_000, two_sample_size=0,
                              backend="torch", device="cpu", rng=4)
     assert not rep.passed
+
+
+# the claim of issue 9 on the torch backend: the harness at its defaults (the grid, float64 and
+# float32 passes, one Holm family) passes the exact torch rules and rejects every torch mutant
+@pytest.mark.slow
+@pytest.mark.parametrize("factory", [tv.rass, tv.dgrs, tv.rmc])
+def test_exact_rules_pass_at_defaults(factory):
+    rep = rt.check_exactness(factory(), backend="torch", device="cpu", rng=20261130)
+    assert rep.passed, rep
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(tm.all_mutants(4)))
+def test_ported_mutants_fail_at_defaults(name):
+    rep = rt.check_exactness(tm.all_mutants(4)[name], backend="torch", device="cpu", rng=20261130)
+    assert not rep.passed
