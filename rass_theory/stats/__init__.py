@@ -2,13 +2,15 @@
 
 Public entry points (re-exported lazily by :mod:`rass_theory`):
 
-* :func:`check_exactness` -- is a verifier exact?  A report with stated power.
+* :func:`check_exactness` -- is a verifier exact?  A report with stated power (with no ``K`` and
+  ``delta``: the default grid, one Holm family).
 * :func:`certify` -- the same over a grid of nodes with the family-wise error held across it.
 * :class:`ExactnessReport`, :class:`ExactnessCounts` -- the result and its mergeable statistics.
 
-Modules: ``node`` (synthetic node, seeds, chunk plan), ``streaming`` (mergeable counts),
-``tests`` (hypothesis tests on the counts), ``power`` (detectable distance), ``harness``,
-``certify``, ``checkpoint``, ``report``.
+Modules: ``node`` (heterogeneous per-row nodes, seeds, chunk plan), ``rowstats`` (a chunk's
+statistics in each row's standardised frame), ``streaming`` (mergeable counts), ``tests``
+(hypothesis tests on the counts), ``power`` (detectable discrepancies), ``harness``, ``certify``
+(grids, the default run), ``checkpoint``, ``report``.
 """
 from __future__ import annotations
 
