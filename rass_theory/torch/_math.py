@@ -13,6 +13,8 @@ import math
 
 import torch
 
+from ..exact._window import half_width
+
 __all__ = [
     "LOG_SQRT_2PI",
     "log_phi",
@@ -263,8 +265,12 @@ def threshold_law(weights: torch.Tensor, t: torch.Tensor) -> SelectedLaw:
     return SelectedLaw(weights, t)
 
 
-def default_grid_size(K: int, span: float = 9.0) -> int:
-    """Grid points giving spacing ``min(0.125, 0.5/K)`` on a grid of width ``2 span + 2``."""
+def default_grid_size(K: int, span: float | None = None) -> int:
+    """Grid points giving spacing ``min(0.125, 0.5/K)`` on a grid of width ``2 span + 2``.
+
+    ``span`` defaults to the engine's window half-width ``L(K)`` (:mod:`rass_theory.exact._window`).
+    """
+    span = half_width(K) if span is None else span
     return int(math.ceil((2.0 * span + 2.0) / min(0.125, 0.5 / K))) + 1
 
 
@@ -292,7 +298,7 @@ def _evaluate(law: SelectedLaw, delta: torch.Tensor, s: torch.Tensor, *, need_ra
 
 def sample_residual(law: SelectedLaw, delta: torch.Tensor, u: torch.Tensor, *,
                     grid_size: int | None = None, max_crossings: int | None = None,
-                    span: float = 9.0) -> torch.Tensor:
+                    span: float | None = None) -> torch.Tensor:
     """Inverse-CDF draw from the residual ``(f - g)_+ / TV(f, g)``, one draw per row.
 
     Parameters
@@ -310,8 +316,9 @@ def sample_residual(law: SelectedLaw, delta: torch.Tensor, u: torch.Tensor, *,
         down to ``~0.13`` wide, see ``rass_theory.exact.batch.grid_spacing``).
     max_crossings : int, optional
         Sign-change cells of ``f - g`` refined per row (default ``K + 1``).
-    span : float
-        Half-width of the grid beyond the two means.
+    span : float, optional
+        Half-width of the grid beyond the two means; default ``L(K)``, the engine's window
+        (:func:`rass_theory.exact._window.half_width`: 11.5 for ``K <= 1515``).
 
     Returns
     -------
@@ -330,13 +337,15 @@ def sample_residual(law: SelectedLaw, delta: torch.Tensor, u: torch.Tensor, *,
 
     Accuracy: the result is exact up to (i) the root-finding tolerance, (ii) rounding of ``D``
     (absolute ``eps``, relative to a cell's mass: the float32 limitation), (iii) residual mass
-    outside the grid, at most ``(K + 1) Phi(-span)`` (``~1e-19 (K + 1)`` at the default) and
+    outside the grid, at most ``(K + 1) Phi(-span)`` (``<= 1e-27`` at the default span, the
+    engine's window ``L(K)`` of :mod:`rass_theory.exact._window`) and
     (iv) a pair of crossings closer than one grid cell (``(hi - lo)/(m - 1)``), whose bump of mass ``O(width^3 max|(f - g)''|)`` would be missed, as would a
     ``max_crossings + 1``-th crossing.  The residual of RASS at optimal weights has one to three
     well separated crossings; tests compare the draws with an independent quadrature.
     """
     dtype, device = delta.dtype, delta.device
     K = law.K
+    span = half_width(K) if span is None else float(span)
     m = int(grid_size) if grid_size is not None else default_grid_size(K, span)
     C = min(m - 1, int(max_crossings if max_crossings is not None else K + 1))
     lo = torch.clamp(delta, max=0.0) - span
