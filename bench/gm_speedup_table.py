@@ -15,6 +15,11 @@ Tables (written to ``bench/results/gm_speedup_table.md`` and ``bench/results/gm_
 
     python bench/gm_speedup_table.py --tables a,b,c      # run (resumes: finished arms are skipped)
     python bench/gm_speedup_table.py --table-only         # rebuild the markdown from CSV + traces
+    python bench/gm_speedup_table.py --tables b,bl --only-verifiers optimal_list   # rerun those arms only
+
+``--only-verifiers`` reruns the named verifiers' arms of the chosen tables even when they are already in
+the CSV, and replaces their rows in place (same arm key, hence the same seeds as the run it replaces); the
+other arms' rows are kept untouched.
 """
 from __future__ import annotations
 
@@ -143,14 +148,27 @@ def read_csv(path):
         return list(csv.DictReader(fh))
 
 
-def run_tables(tables, n, traces, verifiers_b):
+IDENT = ("table", "verifier", "K", "L", "budget", "prefetch", "protocol", "evaluate_leaves")
+
+
+def write_csv(path, rows):
+    """Write all rows (atomically: a temporary file renamed over ``path``)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as fh:
+        wr = csv.DictWriter(fh, fieldnames=FIELDS)
+        wr.writeheader()
+        for r in rows:
+            wr.writerow({k: r.get(k, "") for k in FIELDS})
+    os.replace(tmp, path)
+
+
+def run_tables(tables, n, traces, verifiers_b, only=None):
+    """Run the missing arms of ``tables``; with ``only``, rerun those verifiers' arms and replace their rows."""
     target = GaussianMixture.random(dim=512, n_components=5, seed=MIXTURE_SEED)
     path = os.path.join(OUT, "paper_tables.csv")
     os.makedirs(OUT, exist_ok=True)
     rows = read_csv(path)
-    done = {(r["table"], r["verifier"], r["K"], r["L"], r["budget"], r["prefetch"], r["protocol"], r["evaluate_leaves"])
-            for r in rows}
-    cache = {r["key"]: r for r in rows}
+    position = {tuple(str(r[k]) for k in IDENT): i for i, r in enumerate(rows)}
     arms = []
     if "a" in tables:
         arms += arms_a()
@@ -160,27 +178,31 @@ def run_tables(tables, n, traces, verifiers_b):
         arms += arms_c()
     if "bl" in tables:
         arms += arms_b_leaves([v for v in verifiers_b if v != "rmc"])
-    new = not os.path.exists(path)
-    with open(path, "a", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=FIELDS)
-        if new:
-            wr.writeheader()
-        for arm in arms:
-            ident = (arm["table"], arm["verifier"], str(arm["K"]), str(arm["L"]), arm["budget"], arm["prefetch"],
-                     arm["protocol"], str(arm["evaluate_leaves"]))
-            if ident in done:
-                continue
-            key = effective(arm)
-            res = dict(cache[key]) if key in cache else run_one(target, arm, n, traces)
-            row = {k: arm[k] for k in ("table", "verifier", "K", "L", "budget", "prefetch", "protocol",
-                                       "evaluate_leaves")}
-            row.update({k: v for k, v in res.items() if k in FIELDS and k not in row})
-            row["widths"] = "-".join(map(str, arm["shape"].widths))
-            cache[key] = row
-            wr.writerow({k: row.get(k, "") for k in FIELDS})
-            fh.flush()
-            print(f"{arm['table']} {key:<48} {float(row['speedup']):.3f} ± {float(row['speedup_se']):.3f} "
-                  f"p={float(row['pvalue']):.2g}", flush=True)
+    if only:
+        unknown = set(only) - {a["verifier"] for a in arms}
+        if unknown:
+            raise ValueError(f"only_verifiers: {sorted(unknown)} have no arm in tables {tables}")
+        arms = [a for a in arms if a["verifier"] in only]
+    rerun = {effective(a) for a in arms} if only else set()
+    cache = {r["key"]: r for r in rows if r["key"] not in rerun}
+    for arm in arms:
+        ident = tuple(str(arm[k]) for k in IDENT)
+        if ident in position and not only:
+            continue
+        key = effective(arm)
+        res = dict(cache[key]) if key in cache else run_one(target, arm, n, traces)
+        row = {k: arm[k] for k in IDENT}
+        row.update({k: v for k, v in res.items() if k in FIELDS and k not in row})
+        row["widths"] = "-".join(map(str, arm["shape"].widths))
+        cache[key] = row
+        if ident in position:
+            rows[position[ident]] = row
+        else:
+            position[ident] = len(rows)
+            rows.append(row)
+        write_csv(path, rows)
+        print(f"{arm['table']} {key:<48} {float(row['speedup']):.3f} ± {float(row['speedup_se']):.3f} "
+              f"p={float(row['pvalue']):.2g}", flush=True)
 
 
 def recheck(specs, n=1000, seeds=(101, 202)):
@@ -231,10 +253,13 @@ def main(argv=None):
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--timing", action="store_true")
     ap.add_argument("--recheck", default="", help="comma-separated verifier:KxL[:leaves] arms to rerun with new seeds")
+    ap.add_argument("--only-verifiers", default="",
+                    help="comma-separated verifiers: rerun only their arms of --tables, replacing their rows")
     args = ap.parse_args(argv)
     verifiers_b = ["rass", "dgrs", "rmc"] + (["optimal_list"] if optimal_list_available() else [])
+    only = [v for v in args.only_verifiers.split(",") if v]
     if not args.table_only:
-        run_tables(args.tables.split(","), args.n, args.traces, verifiers_b)
+        run_tables(args.tables.split(","), args.n, args.traces, verifiers_b, only=only)
     if args.recheck:
         recheck(args.recheck.split(","), args.n)
     if args.timing:
