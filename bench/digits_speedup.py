@@ -3,18 +3,26 @@
 Usage::
 
     python bench/digits_speedup.py [--n 1000] [--threads 1] [--out bench/results/digits_speedup.md]
+    python bench/digits_speedup.py --only-verifiers optimal_list   # rerun those arms, merge into --out
 
 For (K, L) in {(2, 3), (4, 3)} and D-GRS, RASS, the threshold policy, plus RMC chains (depth 3 and
-budget-matched on target-evaluated nodes, 7 and 21), one run of ``--n`` trajectories each with the
+budget-matched on target-evaluated nodes, 7 and 21), then the list-coupling verifier
+``optimal_list`` (added later; its arms come last so earlier arms keep their seeds), one run of
+``--n`` trajectories each with the
 torch tree sampler (prefetch "nearest", 30 steps, churn 0.06) on ``rass_theory.models.digits_flow()``.
 Each arm's speedup is predicted (a) from its own trace and (b) from ONE trace, the RASS K=4, L=3
 run's, with ``diffusion.predict_speedup(trace, verifier, K, L)``: what a user planning from a single
 GPU run would get.  Then CPU wall time of 1,000 trajectories, plain chain vs speculative RASS K=4, L=3
 (median of 3, same process).
+
+``--only-verifiers`` runs only the named verifiers' arms (with their full-sweep seeds) plus the
+RASS K=4, L=3 reference arm, replaces or adds their rows in ``--out``'s CSV, and rewrites the
+table of ``--out`` from the merged CSV, keeping its prose and wall-time section.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import platform
 import statistics
 import time
@@ -26,8 +34,80 @@ from rass_theory.diffusion import predict_speedup
 from rass_theory.diffusion.torch_sampler import plain_sample_torch, resolve_torch_verifier, speculative_sample_torch
 from rass_theory.models import digits_flow
 from rass_theory.plot.learned import digits_speedup_data, snapped_threshold_prediction
+from rass_theory.plot.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+APPENDED = ("optimal_list",)
+_HEAD = "| verifier | K | L | budget |"
+
+
+def _table_rows(table, ref_run):
+    """Markdown rows, tree arms grouped by tree, then the RMC chains; cross-prediction from ``ref_run``."""
+    n = len(table["verifier"])
+    order = sorted(range(n), key=lambda i: (str(table["budget"][i]) != "tree" or str(table["verifier"][i]) == "rmc",
+                                            int(table["K"][i]) if str(table["verifier"][i]) != "rmc" else 0, i))
+    rows = []
+    for i in order:
+        v, K, L = str(table["verifier"][i]), int(table["K"][i]), int(table["L"][i])
+        if v == "threshold":
+            cross = snapped_threshold_prediction(ref_run, resolve_torch_verifier(v, K), K, L)
+        else:
+            cross = predict_speedup(ref_run, v, K, L).predicted_speedup
+        rows.append(f"| {v} | {K} | {L} | {table['budget'][i]} | {table['speedup'][i]:.3f} ± "
+                    f"{table['speedup_se'][i]:.3f} | {table['speedup_mean_of_ratios'][i]:.3f} | "
+                    f"{table['predicted_speedup'][i]:.3f} | {table['z'][i]:+.2f} | {cross:.3f} | "
+                    f"{table['acceptance_depth0'][i]:.3f} | {table['wall_s'][i]:.1f} |")
+    return rows
+
+
+def _read_rows(csv_path):
+    """The stored CSV's rows as records (``K`` and text columns as str, ``L``/``n_samples`` int, rest float)."""
+    with open(csv_path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        for k, v in r.items():
+            if k not in ("verifier", "K", "budget"):
+                r[k] = int(v) if k in ("L", "n_samples") else float(v)
+    return rows
+
+
+def _merge_subset(args, model, only):
+    """Rerun ``only``'s arms (full-sweep seeds) and the reference arm; merge into ``--out`` and its CSV."""
+    out = Path(args.out)
+    csv_path = out.with_suffix(".csv")
+    old = _read_rows(csv_path)
+    fresh, runs = digits_speedup_data(n_samples=args.n, seed=args.seed, model=model, keep_runs=True,
+                                      appended_verifiers=APPENDED, only_verifiers=sorted(set(only) | {"rass"}))
+    key = ("verifier", "K", "L", "budget")
+    ref_key = ("rass", "4", 3, "tree")
+    ref_new = next(r for r in fresh.records() if tuple(r[k] for k in key) == ref_key)
+    ref_old = next(r for r in old if tuple(r[k] for k in key) == ref_key)
+    if ref_new["speedup"] != ref_old["speedup"]:
+        raise RuntimeError(f"the RASS K=4, L=3 reference arm does not reproduce its stored row "
+                           f"({ref_new['speedup']!r} vs {ref_old['speedup']!r}): rerun the full sweep")
+    new = [r for r in fresh.records() if r["verifier"] in only]
+    replaced = {tuple(r[k] for k in key) for r in new}
+    table = Table.from_records([r for r in old if tuple(r[k] for k in key) not in replaced] + new,
+                               meta=fresh.meta)
+    table.to_csv(csv_path)
+    text = out.read_text().splitlines()
+    start = next(i for i, ln in enumerate(text) if ln.startswith(_HEAD))
+    stop = next((i for i in range(start + 2, len(text)) if not text[i].startswith("|")), len(text))
+    note = (f"`python bench/digits_speedup.py --n {args.n} --threads {args.threads} --only-verifiers "
+            f"{','.join(only)}` reran the {', '.join(only)} rows (full-sweep seeds; the machine was loaded); the "
+            "RASS K=4, L=3 reference arm, rerun in that process for the cross-prediction column, reproduced its "
+            "stored row exactly.")
+    prose = text[:start]
+    stale = [i for i, ln in enumerate(prose) if ln.startswith(note[:note.index("` reran") + 1])]
+    for i in reversed(stale):                    # an earlier note of the same rerun: replaced, with its blank line
+        del prose[i - 1:i + 1]
+    first = next(i for i, ln in enumerate(prose) if ln.startswith("`python bench/digits_speedup.py"))
+    prose[first + 1:first + 1] = ["", note]
+    lines = prose + text[start:start + 2] + _table_rows(table, runs[("rass", 4, 3)]) + text[stop:]
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def main(argv=None):
@@ -36,11 +116,17 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "bench/results/digits_speedup.md"))
+    ap.add_argument("--only-verifiers", default="",
+                    help="comma-separated verifiers: rerun only their arms and merge them into --out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     model = digits_flow()
+    only = [v for v in args.only_verifiers.split(",") if v]
+    if only:
+        return _merge_subset(args, model, only)
     t0 = time.perf_counter()
-    table, runs = digits_speedup_data(n_samples=args.n, seed=args.seed, model=model, keep_runs=True)
+    table, runs = digits_speedup_data(n_samples=args.n, seed=args.seed, model=model, keep_runs=True,
+                                      appended_verifiers=APPENDED)
     sweep_s = time.perf_counter() - t0
     ref_run = runs[("rass", 4, 3)]
     snapped = resolve_torch_verifier("threshold", 2)
@@ -71,16 +157,7 @@ def main(argv=None):
         "predicted (RASS K=4 trace) | root acceptance | wall s |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for i in range(len(table["verifier"])):
-        v, K, L = str(table["verifier"][i]), int(table["K"][i]), int(table["L"][i])
-        if v == "threshold":
-            cross = snapped_threshold_prediction(ref_run, resolve_torch_verifier(v, K), K, L)
-        else:
-            cross = predict_speedup(ref_run, v, K, L).predicted_speedup
-        lines.append(f"| {v} | {K} | {L} | {table['budget'][i]} | {table['speedup'][i]:.3f} ± "
-                     f"{table['speedup_se'][i]:.3f} | {table['speedup_mean_of_ratios'][i]:.3f} | "
-                     f"{table['predicted_speedup'][i]:.3f} | {table['z'][i]:+.2f} | {cross:.3f} | "
-                     f"{table['acceptance_depth0'][i]:.3f} | {table['wall_s'][i]:.1f} |")
+    lines += _table_rows(table, ref_run)
     # wall time: plain vs speculative RASS K=4, L=3, 1000 trajectories
     plain_t, spec_t = [], []
     for rep in range(3):

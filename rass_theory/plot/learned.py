@@ -23,12 +23,15 @@ __all__ = ["digits_speedup_data", "digits_arms", "snapped_threshold_prediction",
            "plot_delta_histograms"]
 
 
-def digits_arms(trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "threshold"), rmc_chains=True):
+def digits_arms(trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "threshold"), rmc_chains=True,
+                appended_verifiers=()):
     """Arms ``(verifier, K, L, budget)``: each verifier on each tree, and RMC chains.
 
     RMC (single draft, ``K = 1``) runs as a chain of the tree's depth (``budget="tree"``) and as the
     chain with as many target-evaluated nodes per round as the tree (``1 + K + ... + K^(L-1)``,
-    ``budget="target_nodes"``), the papers' budget matching.
+    ``budget="target_nodes"``), the papers' budget matching.  The tree arms of
+    ``appended_verifiers`` (verifiers added to a published sweep) come after the RMC chains, so
+    every earlier arm keeps its position ``j`` and with it its seed in :func:`digits_speedup_data`.
     """
     from ..diffusion import TreeShape, matched_chain
 
@@ -43,15 +46,21 @@ def digits_arms(trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "threshold"),
         for K, L in trees:
             chain = matched_chain(TreeShape.uniform(int(K), int(L)), "target_nodes")
             arms.append(("rmc", 1, chain.depth, "target_nodes"))
+    for K, L in trees:
+        for v in appended_verifiers:
+            arms.append((v, int(K), int(L), "tree"))
     return list(dict.fromkeys(arms))
 
 
 def digits_speedup_data(*, trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "threshold"), rmc_chains=True,
-                        n_samples=1000, n_steps=30, churn=0.06, prefetch="nearest", seed=0, device="cpu",
-                        model=None, progress=None, keep_runs=False):
+                        appended_verifiers=(), only_verifiers=None, n_samples=1000, n_steps=30, churn=0.06,
+                        prefetch="nearest", seed=0, device="cpu", model=None, progress=None, keep_runs=False):
     """Run every arm on the digits model; measured and trace-predicted speedups.
 
-    Arm ``j`` uses seed ``derive_seed(seed, 4000 + j)``.
+    Arm ``j`` of :func:`digits_arms` ``(trees, verifiers, rmc_chains, appended_verifiers)`` uses
+    seed ``derive_seed(seed, 4000 + j)``.  With ``only_verifiers`` (names) only those verifiers'
+    arms run, each with the seed it has in the full sweep, so a subset rerun reproduces (or
+    extends) the full sweep's rows.
 
     Returns
     -------
@@ -66,10 +75,16 @@ def digits_speedup_data(*, trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "t
 
     n_samples = check_positive_int(n_samples, "n_samples", minimum=2)
     model = digits_flow(device=device) if model is None else model
-    arms = digits_arms(trees, verifiers, rmc_chains)
+    arms = list(enumerate(digits_arms(trees, verifiers, rmc_chains, appended_verifiers)))
+    if only_verifiers is not None:
+        only = {str(v) for v in ([only_verifiers] if isinstance(only_verifiers, str) else only_verifiers)}
+        missing = only - {a[1][0] for a in arms}
+        if missing:
+            raise ValueError(f"only_verifiers: {sorted(missing)} have no arm in this sweep")
+        arms = [a for a in arms if a[1][0] in only]
     prog = Progress(len(arms), progress)
     rows, runs = [], {}
-    for j, (v, K, L, budget) in enumerate(arms):
+    for j, (v, K, L, budget) in arms:
         t0 = time.perf_counter()
         run = speculative_sample_torch(model, v, K=K, L=L, n_samples=n_samples, n_steps=n_steps, churn=churn,
                                        rng=derive_seed(seed, 4000 + j), prefetch=prefetch)
