@@ -245,7 +245,7 @@ def finish(batch: TorchBatch, chosen: torch.Tensor, accepted: torch.Tensor,
         rows = torch.nonzero(~accepted)[:, 0]
         if rows.numel():
             shift = (batch.sigma[rows] * (new_s[rows].to(batch.dtype) - s_chosen[rows]))[:, None] * batch.direction[rows]
-            copied[rows] += shift.to(batch.out_dtype)
+            copied.index_add_(0, rows, shift.to(batch.out_dtype))   # one pass, no gather/scatter pair
         return TorchVerifierResult(copied, accepted, index)
     shift = (batch.sigma * (new_s.to(batch.dtype) - s_chosen))[:, None] * batch.direction
     states = torch.where(accepted[:, None], copied, copied + shift.to(batch.out_dtype))
