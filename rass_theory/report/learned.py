@@ -44,7 +44,8 @@ def section_learned(ctx: SectionContext):
     verifiers = ("dgrs", "rass") if quick else ("dgrs", "rass", "threshold")
     model = digits_flow()
     table, runs = learned.digits_speedup_data(trees=trees, verifiers=verifiers, n_samples=n, seed=cfg.seed,
-                                              model=model, progress=ctx.progress, keep_runs=True)
+                                              appended_verifiers=("optimal_list",), model=model,
+                                              progress=ctx.progress, keep_runs=True)
     data = ctx.save_data("digits_speedup", table)
     K, L = trees[-1]
     spec = runs[("rass", K, L)]

@@ -16,6 +16,18 @@ def test_arms_include_budget_matched_rmc_chains():
     assert ("rmc", 1, 7, "target_nodes") in arms and ("rmc", 1, 21, "target_nodes") in arms
 
 
+def test_appended_verifiers_follow_the_chains_and_subsets_keep_seeds():
+    arms = learned.digits_arms(trees=((2, 2),), verifiers=("dgrs",), appended_verifiers=("optimal_list",))
+    assert arms[:2] == [("dgrs", 2, 2, "tree"), ("rmc", 1, 2, "tree")] and arms[-1] == ("optimal_list", 2, 2, "tree")
+    kw = dict(trees=((2, 2),), verifiers=("dgrs",), appended_verifiers=("optimal_list",), n_samples=40)
+    full = learned.digits_speedup_data(**kw)
+    sub = learned.digits_speedup_data(only_verifiers=("optimal_list",), **kw)
+    assert sub["verifier"].tolist() == ["optimal_list"]
+    assert sub["speedup"][0] == full["speedup"][full["verifier"] == "optimal_list"][0]
+    with pytest.raises(ValueError, match="only_verifiers"):
+        learned.digits_speedup_data(only_verifiers=("rass",), **kw)
+
+
 def test_speedup_table_and_figures():
     table, runs = learned.digits_speedup_data(trees=((2, 2),), verifiers=("dgrs",), n_samples=60, keep_runs=True)
     assert set(table["verifier"].tolist()) == {"dgrs", "rmc"}
