@@ -26,17 +26,9 @@ __all__ = ["BatchShape", "NodeBatch", "prepare", "finish", "draw_uniforms"]
 class BatchShape:
     """``n``, ``K`` and ``d`` of a node batch, read from its ``children (n, K, d)`` (NumPy or torch)."""
 
-    @property
-    def n(self) -> int:
-        return self.children.shape[0]
-
-    @property
-    def K(self) -> int:
-        return self.children.shape[1]
-
-    @property
-    def d(self) -> int:
-        return self.children.shape[2]
+    n = property(lambda self: self.children.shape[0], doc="Number of nodes.")
+    K = property(lambda self: self.children.shape[1], doc="Children per node.")
+    d = property(lambda self: self.children.shape[2], doc="State dimension.")
 
 
 @dataclass(frozen=True)
