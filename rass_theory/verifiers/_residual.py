@@ -179,22 +179,26 @@ def draw_rass_residual(weights: np.ndarray, delta: np.ndarray, u: np.ndarray) ->
     """
     from ..exact import batch as eb
 
+    def group(rows, v):
+        wr = weights if weights.ndim == 1 else weights[rows]
+        if wr.ndim == 2 and not np.all(wr == wr[0]):
+            return eb.sample_residual(wr, delta[rows], u[rows])
+        return rass_shared_residual(wr if wr.ndim == 1 else wr[0], v).sample(u[rows])
+
+    return _by_delta(delta, lambda: eb.sample_residual(weights, delta, u), group)
+
+
+def _by_delta(delta, per_row, group):
+    """``group(rows, value)`` for each distinct ``delta``, or ``per_row()`` for all rows when
+    there are more than :data:`MAX_SHARED_LAWS` distinct values."""
     values, inverse = np.unique(delta, return_inverse=True)
     if values.size > MAX_SHARED_LAWS:
-        return np.asarray(eb.sample_residual(weights, delta, u), dtype=np.float64)
+        return np.asarray(per_row(), dtype=np.float64)
     inverse = inverse.reshape(-1)
     out = np.empty(delta.shape[0])
     for j, v in enumerate(values):
         rows = np.flatnonzero(inverse == j)
-        if weights.ndim == 1:
-            w = weights
-        else:
-            wr = weights[rows]
-            if not np.all(wr == wr[0]):
-                out[rows] = eb.sample_residual(wr, delta[rows], u[rows])
-                continue
-            w = wr[0]
-        out[rows] = rass_shared_residual(w, v).sample(u[rows])
+        out[rows] = group(rows, float(v))
     return out
 
 
@@ -260,15 +264,9 @@ def draw_dgrs_final_residual(K: int, delta: np.ndarray, u: np.ndarray) -> np.nda
     """
     from ..exact import dgrs as ed
 
-    values, inverse = np.unique(delta, return_inverse=True)
-    if values.size > MAX_SHARED_LAWS:
-        return np.asarray(ed.batch_sample_final_residual(K, delta, u), dtype=np.float64)
-    inverse = inverse.reshape(-1)
-    out = np.empty(delta.shape[0])
-    for j, v in enumerate(values):
-        rows = np.flatnonzero(inverse == j)
+    def group(rows, v):
         if v < DGRSFinalResidual.MIN_DELTA:
-            out[rows] = ed.batch_sample_final_residual(K, delta[rows], u[rows])
-        else:
-            out[rows] = dgrs_final_residual(K, v).sample(u[rows])
-    return out
+            return ed.batch_sample_final_residual(K, delta[rows], u[rows])
+        return dgrs_final_residual(K, v).sample(u[rows])
+
+    return _by_delta(delta, lambda: ed.batch_sample_final_residual(K, delta, u), group)
