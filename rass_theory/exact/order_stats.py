@@ -83,22 +83,24 @@ def order_stat_cdf(K: int, s) -> np.ndarray:
     exact; for ``s > 0`` the complement form ``betaincc(K - j, j + 1, q)`` with ``q`` exact,
     so the argument never carries the rounding of ``1 - p``.
     """
-    s = np.asarray(s, dtype=np.float64)[..., None]
-    j = np.arange(K, dtype=np.float64)
-    a, b = j + 1.0, K - j
-    p = np.exp(log_ndtr(s))
-    q = np.exp(log_ndtr(-s))
-    return np.where(s <= 0, betainc(a, b, p), betaincc(b, a, q))
+    return _order_stat_tails(K, s, upper=False)
 
 
 def order_stat_sf(K: int, s) -> np.ndarray:
     """``1 - F_j(s) = P(Bin(K, Phi(s)) <= j)``, computed without cancellation."""
+    return _order_stat_tails(K, s, upper=True)
+
+
+def _order_stat_tails(K: int, s, *, upper: bool) -> np.ndarray:
+    """``F_j(s)`` (``upper=False``) or ``1 - F_j(s)``, each from the incomplete beta whose argument
+    (``p = Phi(s)`` for ``s <= 0``, ``q = Phi(-s)`` above) is exact."""
     s = np.asarray(s, dtype=np.float64)[..., None]
     j = np.arange(K, dtype=np.float64)
     a, b = j + 1.0, K - j
     p = np.exp(log_ndtr(s))
     q = np.exp(log_ndtr(-s))
-    return np.where(s <= 0, betaincc(a, b, p), betainc(b, a, q))
+    lower_fn, upper_fn = (betaincc, betainc) if upper else (betainc, betaincc)
+    return np.where(s <= 0, lower_fn(a, b, p), upper_fn(b, a, q))
 
 
 # ---------------------------------------------------------------------------------------------
