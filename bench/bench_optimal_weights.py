@@ -86,12 +86,11 @@ def speed(quick):
     from rass_theory.optimize import rank_weights as rw
 
     new = np.round(np.random.default_rng(1).uniform(0.05, 3.0, 6 if quick else 15), 4)
-    saved = rw._WARM
     for use_table in (True, False):
         rw._TABLE_ENABLED = use_table
         rt_, gaps, n_table = [], [], 0
         for d in new:
-            rw._WARM = rw._WarmCache()
+            rw._optimal_rank_weights.cache_clear()
             t0 = time.perf_counter()
             ours = rt.optimal_rank_weights(8, float(d))
             t_ours = time.perf_counter() - t0
@@ -103,7 +102,7 @@ def speed(quick):
         print(f"new deltas, empty cache, table {'on ' if use_table else 'off'}: ours/baseline time ratio "
               f"median {np.median(rt_):.2f}, max {max(rt_):.2f} over {new.size} deltas in (0.05, 3); "
               f"max gap {max(gaps):.1e}; {n_table} started from the table")
-    rw._TABLE_ENABLED, rw._WARM = True, saved
+    rw._TABLE_ENABLED = True
     # sweep: each new delta 0.01 beyond the last solved one (a plot or a table)
     ratios = []
     for d in np.round(1.50 + 0.01 * np.arange(1, 8 if not quick else 4), 2):

@@ -120,7 +120,9 @@ class CellDualLP:
         for solver in (self.solver, "CLARABEL"):
             try:
                 with _quiet_first_solve():
-                    self.problem.solve(solver=solver)
+                    # no warm start from the previous solve of this shared problem object:
+                    # the answer must not depend on what was solved before
+                    self.problem.solve(solver=solver, warm_start=False)
             except cp.error.SolverError:
                 continue
             status = self.problem.status

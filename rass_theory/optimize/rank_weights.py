@@ -2,15 +2,14 @@
 
 Method (proofs/P4-weight-program.md):
 
-1. *Start*: the quadrature LP in its small dual form, a parametrised cvxpy problem
-   (:class:`rass_theory.optimize.quadrature.DualQuadratureLP`, HiGHS), or, when a nearby
-   ``delta`` of the same ``K`` was already solved in this process, the interpolated weights.
-   Before that, KKT Newton (:mod:`rass_theory.optimize.kkt`) is tried from the nearest known
-   optimal structures (support, crossings, sign pattern): this process's cache and a shipped
-   table of certified optima (package data ``data/optimal_weights.jsonl``, built by ``optimize/data/build_table.py``
-   for K in {2..8, 16} on a delta grid), so a delta never seen in this process
-   is still near a solved one.  A table start is only a start: the result is certified at the
-   requested delta (step 3) or discarded.
+1. *Start*: KKT Newton (:mod:`rass_theory.optimize.kkt`) from the nearest known optimal
+   structures (support, crossings, sign pattern) in a shipped table of certified optima
+   (package data ``data/optimal_weights.jsonl``, built by ``optimize/data/build_table.py`` for
+   K in {2..8, 16} on a delta grid); a table start is only a start: the result is certified at
+   the requested delta (step 3) or discarded.  Otherwise the quadrature LP in its small dual
+   form, a parametrised cvxpy problem (:class:`rass_theory.optimize.quadrature.CellDualLP`,
+   HiGHS).  The result depends only on ``(K, delta)``, never on earlier calls (memoised with
+   ``functools.lru_cache``; the LP is solved without a warm start).
 2. *Polish* on the exact objective: crossings of ``f`` and ``g_w`` found to machine precision,
    interval masses from closed-form order-statistic CDFs, exact gradient and Hessian, active-set
    Newton steps (:func:`rass_theory.optimize.mixture_tv.maximize_acceptance`).
@@ -20,6 +19,7 @@ Method (proofs/P4-weight-program.md):
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 from dataclasses import dataclass, field
@@ -119,57 +119,6 @@ def lp_range(K: int, delta: float) -> tuple[float, float]:
     """Range covered by the base cells of the exchange LP."""
     top = np.sqrt(2.0 * np.log(max(K, 2)))
     return (-top - 5.0, max(delta, top) + 5.0)
-
-
-# ----------------------------------------------------------------------------------------
-# Warm starts: solutions already computed in this process (per K)
-# ----------------------------------------------------------------------------------------
-
-
-class _WarmCache:
-    """Solved (delta, weights, crossings) per K, for warm starts of later calls."""
-
-    def __init__(self, max_size: int = 512):
-        self.max_size = max_size
-        self._d: dict[int, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
-
-    def add(self, K: int, delta: float, w: np.ndarray, crossings: np.ndarray, left_in_A: bool) -> None:
-        d = self._d.setdefault(K, {})
-        if len(d) >= self.max_size:
-            d.pop(next(iter(d)))
-        d[float(delta)] = (np.array(w, dtype=np.float64), np.array(crossings, dtype=np.float64),
-                           bool(left_in_A))
-
-    def nearest(self, K: int, delta: float):
-        """``(delta_nb, weights, crossings, left_in_A)`` of the nearest solved delta, or None."""
-        d = self._d.get(K)
-        if not d:
-            return None
-        k = min(d, key=lambda x: abs(x - delta))
-        return (k,) + d[k]
-
-    def start(self, K: int, delta: float):
-        """``(weights, seed_crossings, distance)`` from the solved neighbours, or ``None``.
-
-        Weights are interpolated linearly between the bracketing neighbours; the seed
-        crossings are the union of the neighbours' crossings (the exchange LP flanks each by
-        cells down to 1e-3, so crossings that moved a little are still resolved).
-        """
-        d = self._d.get(K)
-        if not d:
-            return None
-        keys = np.array(sorted(d))
-        i = int(np.searchsorted(keys, delta))
-        if i == 0 or i == keys.size:
-            k = keys[0] if i == 0 else keys[-1]
-            return d[k][0], d[k][1], abs(delta - k)
-        lo, hi = keys[i - 1], keys[i]
-        t = (delta - lo) / (hi - lo)
-        w = (1 - t) * d[lo][0] + t * d[hi][0]
-        return w, np.concatenate([d[lo][1], d[hi][1]]), min(delta - lo, hi - delta)
-
-
-_WARM = _WarmCache()
 
 
 # ----------------------------------------------------------------------------------------
@@ -363,9 +312,9 @@ def optimal_rank_weights(K, delta) -> OptimalWeightsResult:
     which is the certificate reported as ``gap``.  Special cases: ``K = 1`` returns ``[1]``
     (RMC, acceptance ``2 Phi(-delta/2)``); ``delta <= sqrt(eps)`` returns uniform weights
     (``g = phi``, acceptance ``2 Phi(-delta/2)`` within rounding of 1) with the certified gap
-    at uniform weights.  Results are cached per ``K`` for warm starts, so a repeated call may
-    differ from a fresh process in the last digits of the weights (the certificate holds for
-    both).  Starts also come from a shipped table of certified optima: its lookup is
+    at uniform weights.  The result is a function of ``(K, delta)`` alone, bit for bit,
+    whatever was solved before in the process (memoised per ``(K, delta)``; the arrays returned
+    are private copies).  Starts come from a shipped table of certified optima: its lookup is
     deterministic (the two bracketing rows, nearest first, ties to the lower delta), and past
     its last row (top rank optimal there) the top-rank vertex is certified first.  Proof and error analysis: proofs/P4-weight-program.md.
 
@@ -377,33 +326,31 @@ def optimal_rank_weights(K, delta) -> OptimalWeightsResult:
     (0.896, 'optimal')
     """
     K = check_K(K, maximum=_MAX_K)
-    delta = check_delta(delta)
+    delta = float(check_delta(delta))
+    res = _optimal_rank_weights(K, delta, _TABLE_ENABLED)
+    # the memoised result is shared: hand out private copies of its arrays
+    return dataclasses.replace(res, weights=res.weights.copy(), crossings=res.crossings.copy())
+
+
+@functools.lru_cache(maxsize=4096)
+def _optimal_rank_weights(K: int, delta: float, use_table: bool) -> OptimalWeightsResult:
+    """The solve behind :func:`optimal_rank_weights`: a pure function of its arguments (no
+    per-process warm state), memoised; ``use_table`` switches the shipped starts on or off."""
     if K == 1:
         return _closed_form_uniform(1, delta, "trivial", "closed-form")
     if delta <= DEGENERATE_DELTA:
         return _closed_form_uniform(K, delta, "degenerate", "closed-form")
-    res = _top_vertex(K, delta) if delta >= 2.0 or _beyond_table(K, delta) else None
-    if res is None:
-        # KKT Newton from the nearest solved structures: this process's cache and the shipped
-        # table (nearest first); each result is certified at ``delta`` or rejected
-        cands = [(nb, "cached") for nb in [_WARM.nearest(K, delta)] if nb is not None]
-        cands += [(nb, "table") for nb in _table_neighbours(K, delta)]
-        cands.sort(key=lambda x: abs(x[0][0] - delta))
-        for nb, source in cands[:3]:
-            res = _kkt_continuation(K, delta, nb, source)
+    res = None
+    if delta >= 2.0 or (use_table and _beyond_table(K, delta)):
+        res = _top_vertex(K, delta)
+    if res is None and use_table:
+        # KKT Newton from the bracketing rows of the shipped table (nearest first); each result
+        # is certified at ``delta`` or rejected
+        for nb in _table_neighbours(K, delta):
+            res = _kkt_continuation(K, delta, nb, "table")
             if res is not None:
                 break
-    if res is None:
-        start = _WARM.start(K, delta)
-        if start is None:
-            res = _solve(K, delta)
-        else:
-            w0, seeds, dist = start
-            # the continuation failed: the structure changed, so local Newton would waste time
-            res = _solve(K, delta, w0, "cached-neighbour", seeds, near=False)
-    if res.status in ("optimal", "optimal_inaccurate"):
-        _WARM.add(K, delta, res.weights, res.crossings, res.left_in_A)
-    return res
+    return res if res is not None else _solve(K, delta)
 
 
 # ----------------------------------------------------------------------------------------
@@ -463,8 +410,8 @@ class OptimalWeightsTable:
 def optimal_weights_table(Ks, deltas) -> OptimalWeightsTable:
     """Optimal rank weights for every ``K`` in ``Ks`` and ``delta`` in ``deltas``.
 
-    The deltas of each ``K`` are solved in ascending order, each warm-started from the
-    previous one (:func:`optimal_rank_weights`); rows come back in the input order.
+    Each distinct ``(K, delta)`` is solved once by :func:`optimal_rank_weights` (so every row
+    equals that function's result bit for bit); rows come back in the input order.
 
     Notes
     -----

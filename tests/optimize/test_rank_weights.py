@@ -185,6 +185,38 @@ class TestWarmStarts:
         assert _kkt_continuation(8, 0.8, (0.7, base.weights, base.crossings, base.left_in_A)) is None
 
 
+class TestNoCallHistory:
+    """``optimal_rank_weights(K, delta)`` is a function of ``(K, delta)`` alone: the same bits
+    whatever was solved before in the process (no warm state carried between calls)."""
+
+    CALLS = [(9, 0.8), (9, 0.83), (9, 0.9), (5, 0.91), (5, 0.9), (8, 0.53)]
+
+    def _run(self, calls):
+        from rass_theory.optimize import rank_weights as rw
+
+        rw._optimal_rank_weights.cache_clear()
+        try:
+            return {c: rt.optimal_rank_weights(*c) for c in calls}
+        finally:
+            rw._optimal_rank_weights.cache_clear()
+
+    def test_two_orders_give_bit_identical_results(self):
+        a = self._run(self.CALLS)
+        b = self._run(self.CALLS[::-1])
+        for c in self.CALLS:
+            np.testing.assert_array_equal(a[c].weights, b[c].weights)
+            np.testing.assert_array_equal(a[c].crossings, b[c].crossings)
+            assert (a[c].acceptance, a[c].tv, a[c].gap, a[c].solver) == \
+                   (b[c].acceptance, b[c].tv, b[c].gap, b[c].solver), c
+            assert a[c].status == "optimal"
+
+    def test_returned_arrays_are_private_copies(self):
+        a = rt.optimal_rank_weights(4, 0.7)
+        a.weights[:] = 0.0
+        b = rt.optimal_rank_weights(4, 0.7)
+        assert b.weights.sum() == pytest.approx(1.0) and b.weights is not a.weights
+
+
 class TestAgainstTheoryA:
     @pytest.mark.parametrize("K,delta", [(3, 0.4), (5, 1.3)])
     def test_matches_exact_rass_acceptance(self, K, delta):

@@ -7,9 +7,12 @@ from rass_theory.optimize.mixture_tv import certified_gap, default_window, evalu
 
 
 @pytest.fixture
-def empty_cache(monkeypatch):
-    """A fresh per-process warm cache, so only the table (or nothing) supplies starts."""
-    monkeypatch.setattr(rw, "_WARM", rw._WarmCache())
+def empty_cache():
+    """An empty memo of solved (K, delta), so the solves below really run (only the table, or
+    nothing, supplies starts: there is no per-process warm state)."""
+    rw._optimal_rank_weights.cache_clear()
+    yield
+    rw._optimal_rank_weights.cache_clear()
 
 
 def _gap(K, delta, w):
@@ -78,7 +81,6 @@ class TestTableWarmStarts:
     def test_disabled_table_gives_the_same_optimum(self, empty_cache, monkeypatch):
         on = rw.optimal_rank_weights(6, 1.234)
         monkeypatch.setattr(rw, "_TABLE_ENABLED", False)
-        monkeypatch.setattr(rw, "_WARM", rw._WarmCache())
         off = rw.optimal_rank_weights(6, 1.234)
         assert "table" in on.solver and "table" not in off.solver
         assert abs(on.acceptance - off.acceptance) <= max(on.gap, off.gap) + 1e-12

@@ -41,7 +41,7 @@ def table_grid(K: int) -> np.ndarray:
 
 
 def solve_K(K: int) -> list:
-    """Rows for one ``K``, solved in ascending delta (private warm chain, table disabled)."""
+    """Rows for one ``K``, solved in ascending delta (each from scratch, table disabled)."""
     from rass_theory.optimize import rank_weights as rw
 
     rw._TABLE_ENABLED = False
