@@ -23,10 +23,7 @@ sparse weights, and exact-zero duals off the support), CLARABEL as a fallback.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import sys
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -35,34 +32,6 @@ import numpy as np
 from .mixture_tv import Segment, evaluate_tv, normal_mass
 
 __all__ = ["CellDualLP", "ExchangeResult", "exchange_lp", "cell_masses"]
-
-
-_BANNER_SHOWN = False
-
-
-@contextlib.contextmanager
-def _quiet_first_solve():
-    """Silence HiGHS' start-up banner, which it writes to file descriptor 1 on the first solve
-    of a process (cvxpy passes options only after the banner)."""
-    global _BANNER_SHOWN
-    if _BANNER_SHOWN:
-        yield
-        return
-    _BANNER_SHOWN = True
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError, AttributeError):  # no real fd 1 (e.g. some notebooks)
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
 
 
 class CellDualLP:
@@ -119,10 +88,11 @@ class CellDualLP:
         status = "error"
         for solver in (self.solver, "CLARABEL"):
             try:
-                with _quiet_first_solve():
-                    # no warm start from the previous solve of this shared problem object:
-                    # the answer must not depend on what was solved before
-                    self.problem.solve(solver=solver, warm_start=False)
+                # no warm start from the previous solve of this shared problem object: the
+                # answer must not depend on what was solved before.  HiGHS prints a start-up
+                # banner to fd 1 once per process, before cvxpy passes any option; it is left
+                # alone (swapping fd 1 is not thread-safe)
+                self.problem.solve(solver=solver, warm_start=False)
             except cp.error.SolverError:
                 continue
             status = self.problem.status

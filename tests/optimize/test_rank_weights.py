@@ -217,6 +217,30 @@ class TestNoCallHistory:
         assert b.weights.sum() == pytest.approx(1.0) and b.weights is not a.weights
 
 
+class TestNoFdSwap:
+    def test_lp_solve_duplicates_no_file_descriptor(self, monkeypatch):
+        """The LP solve leaves fd 1 alone (an fd swap to hide the HiGHS banner is not
+        thread-safe): any os.dup/os.dup2 during a solve fails the test."""
+        import os
+
+        from rass_theory.optimize import quadrature
+        from rass_theory.optimize.rank_weights import _solve
+
+        calls = []
+
+        def forbidden(*args):
+            calls.append(args)
+            raise AssertionError("file descriptor duplicated during an LP solve")
+
+        quadrature._cell_lp.cache_clear()  # a new problem object: its first solve included
+        with monkeypatch.context() as m:  # undone before pytest's own capture swaps fds again
+            m.setattr(os, "dup", forbidden)
+            m.setattr(os, "dup2", forbidden)
+            res = _solve(11, 0.7)  # K = 11 is not tabulated: the cell LP runs
+        assert "LP" in res.solver and res.status == "optimal"
+        assert calls == []
+
+
 class TestAgainstTheoryA:
     @pytest.mark.parametrize("K,delta", [(3, 0.4), (5, 1.3)])
     def test_matches_exact_rass_acceptance(self, K, delta):
