@@ -30,7 +30,7 @@ NB01 = [
 
 One speculative node: `K` children `X_1..X_K ~ N(mu_draft, sigma^2 I)` and a target kernel
 `N(mu_target, sigma^2 I)`. Everything depends only on `K` and the standardised displacement
-`delta = ||mu_target - mu_draft|| / sigma` (DESIGN section 2, proof `proofs/P1-rank1-reduction.md`):
+`delta = ||mu_target - mu_draft|| / sigma` (proof `proofs/P1-rank1-reduction.md`):
 in the rank-1 coordinate `s`, drafts are `N(0, 1)` and the target is `f(s) = phi(s - delta)`.
 
 This notebook computes the exact acceptance of each rule, the list-coupling bound, and checks the
@@ -140,7 +140,7 @@ A verifier is any function
 verifier(children (n, K, d), mu_draft (n, d), mu_target (n, d), sigma, rng) -> result
 ```
 
-whose result has `states (n, d)`, `accepted (n,)` and `child_index (n,)` (DESIGN section 4). It
+whose result has `states (n, d)`, `accepted (n,)` and `child_index (n,)` (the verifier contract, `docs/ARCHITECTURE.md`). It
 does not have to use any class of this package. `rt.check_exactness` runs it on a synthetic node
 and tests the **whole** committed state against the target law, with a stated power.
 
@@ -277,7 +277,7 @@ plot.plot_optimal_weights(wt)
 ## Beyond RASS: the threshold policy
 
 `optimal_threshold_policy(K, delta)` optimises the threshold `t` and the fallback weights.
-DESIGN section 2.1 quotes, for `K = 4, delta = 1`: RASS 0.896, threshold policy 0.924 = the bound.
+For `K = 4, delta = 1` the exact values are (`proofs/P8-value-aware-policies.md`): RASS 0.896, threshold policy 0.924 = the bound.
 """),
     code("""
 from rass_theory.optimize.policies import optimal_threshold_policy

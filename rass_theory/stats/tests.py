@@ -82,10 +82,10 @@ def kolmogorov_sf(D: float, n: int) -> float:
     """``P(D_n >= D)`` for the continuous one-sample KS statistic (valid, possibly conservative).
 
     Exact finite-``n`` law (``scipy.stats.kstwo``) for ``n <= 10^4``; above, the limiting
-    Kolmogorov law of ``sqrt(n) D_n`` (``scipy.stats.kstwobign``), which is conservative: the
-    exact tail approaches it from below (Stephens' finite-n correction multiplies the statistic
-    by ``1 + (0.12 + 0.11/sqrt(n))/sqrt(n) > 1``), and differs from it by under 0.5% in relative
-    terms at ``n = 10^5`` (scipy's exact routine costs seconds there).
+    Kolmogorov law of ``sqrt(n) D_n`` (``scipy.stats.kstwobign``).  That branch is not claimed
+    conservative: ``proofs/S1-harness-power.md`` S1.1(c) proves, through Massart's inequality
+    ``P(D_n >= t) <= 2 exp(-2 n t^2)``, that it is valid up to a factor ``1 + 1.6e-5`` at every
+    level ``<= 0.05`` (the only levels Holm uses at the harness's ``alpha``).
     """
     if not D > 0:
         return 1.0

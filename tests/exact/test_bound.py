@@ -34,7 +34,7 @@ class TestValues:
         assert bound.bound_threshold(1, delta) == delta / 2
 
     def test_design_value(self):
-        # DESIGN 2.1: for K = 4, delta = 1 the bound is 0.924
+        # for K = 4, delta = 1 the bound is 0.924
         assert round(bound.acceptance_bound(4, 1.0), 3) == 0.924
 
     @pytest.mark.parametrize("K", [2, 3, 8, 64, 1024])

@@ -188,7 +188,7 @@ class TestOptimalThreshold:
 
     @pytest.mark.slow
     def test_design_value_K4_delta1(self):
-        # DESIGN 2: threshold policy 0.924 = the bound at K = 4, delta = 1
+        # threshold policy 0.924 = the bound at K = 4, delta = 1
         res = optimal_threshold_policy(4, 1.0)
         assert round(res.acceptance, 3) == 0.924
         assert res.acceptance == pytest.approx(_bound(4, 1.0), abs=1e-7)

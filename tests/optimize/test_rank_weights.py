@@ -86,7 +86,7 @@ class TestOptimum:
         assert res.acceptance <= _bound(K, delta) + 1e-9
 
     def test_design_value_K4_delta1(self):
-        # DESIGN 2: RASS at K = 4, delta = 1 accepts 0.896
+        # RASS at K = 4, delta = 1 accepts 0.896
         assert round(optimal_rank_weights(4, 1.0).acceptance, 3) == 0.896
 
     @pytest.mark.parametrize("K,delta", [(3, 0.7), (4, 1.0)])
