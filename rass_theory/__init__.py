@@ -17,9 +17,9 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY_ATTRIBUTES = {
-    "acceptance": "rass_theory.exact.acceptance",
+    "acceptance": "rass_theory.optimize.dispatch",
     "dgrs_residual_masses": "rass_theory.exact.dgrs",
-    "rejection_probability": "rass_theory.exact.acceptance",
+    "rejection_probability": "rass_theory.optimize.dispatch",
     "acceptance_bound": "rass_theory.exact.bound",
     "bound_threshold": "rass_theory.exact.bound",
     "selected_law": "rass_theory.exact.selected",

@@ -44,7 +44,7 @@ def _pointwise(rule: str, K: int):
         from ..optimize import policies
 
         return lambda dl: policies.optimal_threshold_policy(K, dl).acceptance
-    from ..exact import acceptance
+    from ..optimize.dispatch import acceptance
 
     if rule == "rmc" and K != 1:
         raise ValueError(f"rule 'rmc' needs K = 1, got K = {K}")

@@ -1,17 +1,20 @@
-"""The public acceptance dispatcher ``rt.acceptance(rule, K, delta, weights=None)``.
+"""Closed-form acceptance of the rules that need no optimiser, and the rule validation.
 
 Every rule's acceptance at one node is a function of ``(K, delta)`` (and the rank weights for
-RASS) alone, by the rank-1 reduction (``proofs/P1-rank1-reduction.md``):
+RASS) alone, by the rank-1 reduction (``proofs/P1-rank1-reduction.md``).  This module computes
+the rules that are closed form or exact given their parameters:
 
 - ``"rmc"``   reflection maximal coupling, one child: ``2 Phi(-delta / 2)``.
 - ``"dgrs"``  greedy rejection in drafting order: ``1 - Z_1 ... Z_K`` in closed form
   (:mod:`rass_theory.exact.dgrs`, ``proofs/P3-dgrs-closed-form.md``).
-- ``"rass"``  rank-aware selection + maximal coupling: ``1 - TV(g_w, f)``; default weights are
-  the optimal ones (:func:`rass_theory.optimize.rank_weights.optimal_rank_weights`).
-- ``"threshold"`` the optimal threshold-rank policy, when :mod:`rass_theory.optimize.policies`
-  is available.
-- ``"optimal_list"`` the optimal list rule, whose acceptance is the list-coupling bound
-  (:mod:`rass_theory.optimize.list_rule`).
+- ``"rass"`` with explicit rank weights (or ``K = 1``): ``1 - TV(g_w, f)``.
+
+The rules that need the optimiser (``"rass"`` at its default, optimal, weights,
+``"threshold"`` and ``"optimal_list"``) are dispatched one layer up, in
+:mod:`rass_theory.optimize.dispatch`, which is what ``rt.acceptance`` and
+``rt.rejection_probability`` are.  :func:`acceptance` here still answers every rule by handing
+those to it (kept while callers above ``optimize`` import this module; new code imports
+:mod:`rass_theory.optimize.dispatch`).
 """
 from __future__ import annotations
 
@@ -22,8 +25,9 @@ import numpy as np
 
 from rass_theory._validation import check_weights
 from rass_theory.exact import dgrs as _dgrs
+from rass_theory.exact import rass as _rass
 
-__all__ = ["RULES", "acceptance", "rejection_probability"]
+__all__ = ["RULES", "acceptance", "rejection_probability", "validate", "closed_form"]
 
 #: rule names accepted by :func:`acceptance` and :func:`rejection_probability`
 RULES = ("rmc", "dgrs", "rass", "threshold", "optimal_list")
@@ -49,43 +53,33 @@ def _rmc_K(K: int) -> None:
         raise ValueError(f"rule 'rmc' is a single-draft rule and needs K == 1, got K={K}")
 
 
-def _rass(K: int, delta: float, weights, want: str = "acceptance"):
-    """``(acceptance, tv)`` of RASS at the given (or optimal) rank weights."""
-    if weights is None:
-        if K == 1:  # one child: the selected law is phi, RASS is RMC (proofs/P6-reductions.md)
-            half = 0.5 * delta
-            return math.erfc(half * _SQRT1_2), math.erf(half * _SQRT1_2)
-        rank_weights = importlib.import_module("rass_theory.optimize.rank_weights")
-        res = rank_weights.optimal_rank_weights(K, delta)
-        return float(res.acceptance), float(res.tv)
-    check_weights(weights, K)
-    # the exact law reads w / sum(w) itself with relatively accurate deviations from uniform;
-    # passing the renormalised copy would cost ~1e-8 relative accuracy of TV at delta ~ 1e-8
-    w = np.asarray(weights, dtype=np.float64)
-    rass = importlib.import_module("rass_theory.exact.rass")
-    if want == "acceptance":
-        return float(rass.rass_acceptance(w, delta)), None
-    return None, float(rass.rass_tv(w, delta))
-
-
-def _threshold(K: int, delta: float):
-    try:
-        policies = importlib.import_module("rass_theory.optimize.policies")
-    except ModuleNotFoundError as exc:  # pragma: no cover - depends on the optimiser package
-        raise ValueError("rule 'threshold' needs rass_theory.optimize.policies, which is not available") from exc
-    res = policies.optimal_threshold_policy(K, delta)
-    acc = float(res.acceptance)
-    tv = getattr(res, "tv", None)
-    return acc, float(tv) if tv is not None else 1.0 - acc
-
-
-def _evaluate(rule, K, delta, weights, want: str) -> float:
-    """Validate, dispatch on ``rule`` and return the acceptance or (``want="tv"``) its complement."""
+def validate(rule, K, delta) -> tuple[str, int, float]:
+    """Checked ``(rule, K, delta)``: ``rule`` one of :data:`RULES`, ``K >= 1`` an integer,
+    ``delta >= 0`` finite (the errors of :func:`acceptance`)."""
     rule = _check_rule(rule)
     K, delta = _dgrs._validate_fast(K, delta)
+    return rule, K, delta
+
+
+def closed_form(rule: str, K: int, delta: float, weights, want: str = "acceptance"):
+    """Acceptance (``want="acceptance"``) or its complement (``want="tv"``) of a validated
+    rule, or ``None`` when the rule needs the optimiser (``"rass"`` without weights at
+    ``K > 1``, ``"threshold"``, ``"optimal_list"``).  Raises on weights given to a rule other
+    than ``"rass"``, on bad RASS weights and on ``"rmc"`` with ``K != 1``."""
     index = 0 if want == "acceptance" else 1
     if rule == "rass":
-        return _rass(K, delta, weights, want=want)[index]
+        if weights is None:
+            if K != 1:
+                return None
+            # one child: the selected law is phi, RASS is RMC (proofs/P6-reductions.md)
+            half = 0.5 * delta * _SQRT1_2
+            return math.erfc(half) if index == 0 else math.erf(half)
+        check_weights(weights, K)
+        # the exact law reads w / sum(w) itself with relatively accurate deviations from
+        # uniform; passing the renormalised copy would cost ~1e-8 relative accuracy of TV at
+        # delta ~ 1e-8
+        w = np.asarray(weights, dtype=np.float64)
+        return float(_rass.rass_acceptance(w, delta)) if index == 0 else float(_rass.rass_tv(w, delta))
     _no_weights(rule, weights)
     if rule == "rmc":
         _rmc_K(K)
@@ -93,46 +87,27 @@ def _evaluate(rule, K, delta, weights, want: str) -> float:
         return math.erfc(half) if index == 0 else math.erf(half)
     if rule == "dgrs":
         return _dgrs.acceptance(K, delta) if index == 0 else _dgrs.rejection_probability(K, delta)
-    if rule == "optimal_list":  # attains the list-coupling bound (proofs/P10-optimal-list-rule.md)
-        res = importlib.import_module("rass_theory.optimize.list_rule").optimal_list_rule(K, delta)
-        return res.acceptance if index == 0 else res.rejection
-    return _threshold(K, delta)[index]
+    return None
+
+
+def _evaluate(rule, K, delta, weights, want: str) -> float:
+    """Validate, then the closed form, else the optimiser-level dispatch."""
+    rule, K, delta = validate(rule, K, delta)
+    out = closed_form(rule, K, delta, weights, want)
+    if out is None:
+        # transitional upward call (tests/test_layering.py KNOWN_UPWARD): callers above
+        # ``optimize`` that still import this module get every rule
+        dispatch = importlib.import_module("rass_theory.optimize.dispatch")
+        return dispatch.optimised(rule, K, delta, want)
+    return out
 
 
 def acceptance(rule, K, delta, weights=None) -> float:
     """Exact acceptance probability of a verifier rule at one node.
 
-    Parameters
-    ----------
-    rule : {"rmc", "dgrs", "rass", "threshold", "optimal_list"}
-        ``"rmc"`` is a single-draft rule and requires ``K == 1``.  ``"threshold"`` is the optimal
-        threshold-rank policy (delegated to :mod:`rass_theory.optimize.policies`).
-    K : int
-        Number of children (``>= 1``).
-    delta : float
-        Standardised mean displacement ``||mu_target - mu_draft|| / sigma`` (finite, ``>= 0``).
-    weights : array_like of shape (K,), optional
-        RASS rank weights (ascending ranks, on the simplex within ``1e-9 K``); only for
-        ``"rass"``.  ``None`` means the optimal weights.
-
-    Returns
-    -------
-    float
-        Acceptance probability in ``[0, 1]``.
-
-    Raises
-    ------
-    ValueError
-        Unknown rule (the message lists the valid ones), ``K`` not a positive integer (or
-        ``K != 1`` for ``"rmc"``), ``delta`` negative or not finite, bad ``weights``, or weights
-        given to a rule other than ``"rass"``.
-
-    Notes
-    -----
-    RMC: ``2 Phi(-delta/2)``.  D-GRS: ``1 - prod_k Z_k`` (``proofs/P3-dgrs-closed-form.md``).
-    RASS: ``1 - TV(g_w, f)`` with ``g_w`` the selected law (``proofs/P2-rass-exactness.md``).
-    All are functions of ``(K, delta)`` only (``proofs/P1-rank1-reduction.md``); at ``K = 1``
-    or uniform weights they coincide with RMC (``proofs/P6-reductions.md``).
+    The same function as :func:`rass_theory.optimize.dispatch.acceptance` (``rt.acceptance``),
+    whose docstring gives the parameters, errors and formulas; the closed-form rules are
+    computed here, the others handed to it.
 
     Examples
     --------
@@ -147,13 +122,5 @@ def acceptance(rule, K, delta, weights=None) -> float:
 
 
 def rejection_probability(rule, K, delta, weights=None) -> float:
-    """``1 - acceptance``, computed directly so that it keeps relative accuracy at small ``delta``.
-
-    Parameters and errors are those of :func:`acceptance`.
-
-    Notes
-    -----
-    RMC: ``erf(delta / (2 sqrt 2))``.  D-GRS: ``P_K = prod_k Z_k`` from the level recursion.
-    RASS: ``TV(g_w, f)`` as summed by the exact law (not ``1 - acceptance``).
-    """
+    """``1 - acceptance``, computed directly (:func:`rass_theory.optimize.dispatch.rejection_probability`)."""
     return _evaluate(rule, K, delta, weights, want="tv")

@@ -32,7 +32,8 @@ DELTA_LABEL = r"standardised displacement $\delta = \|\mu_{\rm target}-\mu_{\rm 
 
 def _rule_function(rule):
     """Return ``f(K, delta) -> float`` for a rule name (imports lazily)."""
-    from rass_theory.exact import acceptance as acc, acceptance_bound as bound
+    from rass_theory.exact import acceptance_bound as bound
+    from rass_theory.optimize.dispatch import acceptance as acc
 
     if rule == "rmc":
         return lambda K, delta: acc("rmc", 1, delta)

@@ -147,7 +147,7 @@ class RASSVerifier(BuiltinVerifier):
         return resolve_weights(self.weights, check_K(K), delta)
 
     def expected_acceptance(self, K: int, delta: float) -> float:
-        from ..exact.acceptance import acceptance
+        from ..optimize.dispatch import acceptance
 
         K, delta = check_K(K), check_delta(delta)
         if isinstance(self.weights, str) and self.weights == "optimal":

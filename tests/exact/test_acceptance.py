@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 import rass_theory as rt
-from rass_theory.exact import bound, dgrs, rejection_probability
+from rass_theory.exact import bound, dgrs
+from rass_theory.optimize.dispatch import rejection_probability
 
 _HAS_RASS = importlib.util.find_spec("rass_theory.exact.rass") is not None
 
@@ -98,6 +99,8 @@ class TestValues:
 def test_doctests():
     import sys
 
-    for module in (sys.modules["rass_theory.exact.acceptance"], bound):
+    from rass_theory.optimize import dispatch
+
+    for module in (sys.modules["rass_theory.exact.acceptance"], bound, dispatch):
         failures, _ = doctest.testmod(module)
         assert failures == 0

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rass_theory as rt
-from rass_theory.exact import bound, dgrs, rejection_probability
+from rass_theory.exact import bound, dgrs
+from rass_theory.optimize.dispatch import rejection_probability
 
 _HAS_RASS = importlib.util.find_spec("rass_theory.exact.rass") is not None
 needs_rass = pytest.mark.skipif(not _HAS_RASS, reason="rass_theory.exact.rass not available yet")
