@@ -11,7 +11,6 @@ warm-up call (host-side weight tables are built in the warm-up).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -19,6 +18,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _common import node_batch_parser, shared_means  # bench/ is on sys.path: run as a script
 
 
 def timed(fn, reps):
@@ -32,11 +32,7 @@ def timed(fn, reps):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=200_000)
-    parser.add_argument("--K", type=int, default=4)
-    parser.add_argument("--d", type=int, default=64)
-    parser.add_argument("--delta", type=float, default=0.5)
+    parser = node_batch_parser(__doc__)
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args(argv)
@@ -50,10 +46,8 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     n, K, d, delta = args.n, args.K, args.d, args.delta
     rng = np.random.default_rng(0)
-    mu_draft = np.tile(rng.standard_normal(d), (n, 1))
-    e = rng.standard_normal(d)
-    e /= np.linalg.norm(e)
-    mu_target = mu_draft + delta * e
+    mu_draft, mu_target = shared_means(n, d, delta, rng)
+    mu_draft = np.ascontiguousarray(mu_draft)  # torch.from_numpy needs a writable array
     children = mu_draft[:, None, :] + rng.standard_normal((n, K, d))
     tc, tmd, tmt = (torch.from_numpy(a) for a in (children, mu_draft, mu_target))
     gen = torch.Generator().manual_seed(1)

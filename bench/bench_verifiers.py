@@ -10,10 +10,10 @@ once in a warm-up call, as they would be in a long run.
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
+from _common import node_batch_parser, shared_means  # bench/ is on sys.path: run as a script
 
 from rass_theory import verifiers
 
@@ -26,20 +26,13 @@ def timed(fn):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=200_000)
-    parser.add_argument("--K", type=int, default=4)
-    parser.add_argument("--d", type=int, default=64)
-    parser.add_argument("--delta", type=float, default=0.5)
+    parser = node_batch_parser(__doc__)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     n, K, d, delta = args.n, args.K, args.d, args.delta
 
     rng = np.random.default_rng(0)
-    mu_draft = np.broadcast_to(rng.standard_normal(d), (n, d))
-    e = rng.standard_normal(d)
-    e /= np.linalg.norm(e)
-    mu_target = mu_draft + delta * e
+    mu_draft, mu_target = shared_means(n, d, delta, rng)
     holder = {}
 
     def draw():

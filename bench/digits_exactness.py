@@ -18,18 +18,18 @@ a subset with those seeds and replace or add its rows in ``--out``, before the c
 """
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
 import torch
+from _common import digits_parser  # bench/ is on sys.path: run as a script
 
 from rass_theory.diffusion.torch_sampler import plain_sample_torch, speculative_sample_torch
 from rass_theory.models import digits_flow
 from rass_theory.models.exactness import compare_samples
 from rass_theory.plot.exactness import derive_seed
 
-ROOT = Path(__file__).resolve().parents[1]
+
 def greedy_nearest(children, mu_draft, mu_target, sigma, rng):
     """Known-wrong control: always commit the child nearest to the target mean."""
     from rass_theory.torch._core import TorchVerifierResult
@@ -58,16 +58,11 @@ def _merge(old_lines, new_rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--threads", type=int, default=1)
+    ap = digits_parser(__doc__, n=2000, out="digits_exactness.md",
+                       only_help="comma-separated verifiers: run only their arms and merge their rows into --out")
     ap.add_argument("--alpha", type=float, default=0.01)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(ROOT / "bench/results/digits_exactness.md"))
     ap.add_argument("--control-only", action="store_true",
                     help="run only the known-wrong control arm and merge its row into --out")
-    ap.add_argument("--only-verifiers", default="",
-                    help="comma-separated verifiers: run only their arms and merge their rows into --out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     model = digits_flow()

@@ -21,7 +21,6 @@ table of ``--out`` from the merged CSV, keeping its prose and wall-time section.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import platform
 import statistics
@@ -29,15 +28,13 @@ import time
 from pathlib import Path
 
 import torch
+from _common import digits_parser  # bench/ is on sys.path: run as a script
 
 from rass_theory.diffusion import predict_speedup
 from rass_theory.diffusion.torch_sampler import plain_sample_torch, resolve_torch_verifier, speculative_sample_torch
 from rass_theory.models import digits_flow
 from rass_theory.plot.learned import digits_speedup_data, snapped_threshold_prediction
 from rass_theory.plot.table import Table
-
-ROOT = Path(__file__).resolve().parents[1]
-
 
 APPENDED = ("optimal_list",)
 _HEAD = "| verifier | K | L | budget |"
@@ -111,13 +108,8 @@ def _merge_subset(args, model, only):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=1000)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(ROOT / "bench/results/digits_speedup.md"))
-    ap.add_argument("--only-verifiers", default="",
-                    help="comma-separated verifiers: rerun only their arms and merge them into --out")
+    ap = digits_parser(__doc__, n=1000, out="digits_speedup.md",
+                       only_help="comma-separated verifiers: rerun only their arms and merge them into --out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     model = digits_flow()
