@@ -25,3 +25,18 @@ def rng(request):
 
     seed = int.from_bytes(hashlib.sha256(request.node.nodeid.encode()).digest()[:8], "little")
     return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Run the test with one torch intra-op thread and restore the count afterwards.
+
+    The shared CI machine has two cores; intra-op threads only add scheduling noise.  Folders of
+    torch tests make it autouse in their own ``conftest.py``.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
