@@ -147,12 +147,6 @@ def _centered_mass_array(m, h):
     return out
 
 
-def interval_mass_array(a, b):
-    """Array version of :func:`interval_mass` (elementwise, ``a <= b``)."""
-    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
-    return _centered_mass_array(0.5 * (a + b), 0.5 * (b - a))
-
-
 # ---------------------------------------------------------------------------------------------
 # level recursion, scalar (fast path) and vectorised over rows
 # ---------------------------------------------------------------------------------------------

@@ -17,17 +17,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import betainc, gammaln, log_ndtr, ndtr
 
-from .mixture_tv import log_phi
+from rass_theory.exact.normal import interval_mass, log_phi
 
 __all__ = ["ThresholdLowerSegment", "ThresholdUpperSegment", "threshold_segments", "two_level_segments",
            "normal_interval_mass", "log_normal_interval_mass"]
 
 
-def normal_interval_mass(s, t):
-    """``Phi(t) - Phi(s)`` for ``s <= t``, computed in the tail where it is small."""
-    s = np.asarray(s, dtype=np.float64)
-    t = np.asarray(t, dtype=np.float64)
-    return np.where(s > 0, ndtr(-s) - ndtr(-t), ndtr(t) - ndtr(s))
+#: ``Phi(t) - Phi(s)`` for ``s <= t`` with relative accuracy: the one interval normal mass,
+#: :func:`rass_theory.exact.normal.interval_mass` (this name is kept as an alias)
+normal_interval_mass = interval_mass
 
 
 def log_normal_interval_mass(s, t):
