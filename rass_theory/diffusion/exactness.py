@@ -16,14 +16,23 @@ from scipy import optimize, stats
 
 from .._validation import as_generator, check_positive_int, check_probability
 
-__all__ = ["EnergyTestResult", "OccupancyTestResult", "RadialTestResult", "RunComparison",
-           "energy_distance_test", "occupancy_test", "radial_test", "compare_to_plain"]
+__all__ = ["TwoSampleResult", "EnergyTestResult", "OccupancyTestResult", "RadialTestResult",
+           "BonferroniComparison", "RunComparison", "check_sample_pair", "energy_distance_test",
+           "occupancy_test", "radial_test", "compare_to_plain"]
 
 _Z80 = stats.norm.ppf(0.8)
 
 
 @dataclass(frozen=True)
-class EnergyTestResult:
+class TwoSampleResult:
+    """What every two-sample test result starts with: the ``statistic`` and its ``pvalue`` (floats)."""
+
+    statistic: float
+    pvalue: float
+
+
+@dataclass(frozen=True)
+class EnergyTestResult(TwoSampleResult):
     """Energy-distance permutation test.
 
     Attributes
@@ -41,8 +50,6 @@ class EnergyTestResult:
         pooled sample (20 splits, so about +-0.09 in power); ``nan`` when not requested.
     """
 
-    statistic: float
-    pvalue: float
     n_permutations: int
     null_quantile: float
     detectable_mean_shift: float
@@ -50,7 +57,7 @@ class EnergyTestResult:
 
 
 @dataclass(frozen=True)
-class OccupancyTestResult:
+class OccupancyTestResult(TwoSampleResult):
     """Chi-square homogeneity test of nearest-component occupancy (2 x C table).
 
     Attributes
@@ -63,15 +70,13 @@ class OccupancyTestResult:
         largest such ``Delta`` over components is reported, so every component is covered).
     """
 
-    statistic: float
-    pvalue: float
     counts: np.ndarray
     detectable_shift: float
     name: str = "occupancy"
 
 
 @dataclass(frozen=True)
-class RadialTestResult:
+class RadialTestResult(TwoSampleResult):
     """Two-sample KS test of the within-component radius ``||x - m_nearest|| / sqrt(d)``.
 
     Attributes
@@ -83,14 +88,33 @@ class RadialTestResult:
         point has standard deviation at most ``0.5 sqrt(1/n + 1/m)``).
     """
 
-    statistic: float
-    pvalue: float
     detectable_ks: float
     name: str = "radial"
 
 
+class BonferroniComparison:
+    """Several tests of one pair of samples, combined by Bonferroni.
+
+    Subclasses are frozen dataclasses with an ``alpha`` field and a ``tests`` property (the
+    results, each with a ``pvalue``).
+
+    Notes
+    -----
+    With ``T`` tests, ``pvalue = min(1, T min_t p_t)``; ``passed`` when it exceeds ``alpha``.
+    """
+
+    @property
+    def pvalue(self) -> float:
+        """Bonferroni-combined p-value ``min(1, T min_t p_t)``."""
+        return float(min(1.0, len(self.tests) * min(t.pvalue for t in self.tests)))
+
+    @property
+    def passed(self) -> bool:
+        return self.pvalue > self.alpha
+
+
 @dataclass(frozen=True)
-class RunComparison:
+class RunComparison(BonferroniComparison):
     """The three tests; ``passed`` when the Bonferroni-combined p-value exceeds ``alpha``."""
 
     energy: EnergyTestResult
@@ -102,25 +126,22 @@ class RunComparison:
     def tests(self):
         return (self.energy, self.occupancy, self.radial)
 
-    @property
-    def pvalue(self) -> float:
-        """Bonferroni-combined p-value ``min(1, 3 min p)``."""
-        return min(1.0, len(self.tests) * min(t.pvalue for t in self.tests))
 
-    @property
-    def passed(self) -> bool:
-        return self.pvalue > self.alpha
+def check_sample_pair(x, y, *, min_rows: int = 2):
+    """Two samples as float64 arrays of shapes ``(n, dim)`` and ``(m, dim)``.
 
-
-def _check_pair(x, y):
+    Raises ``ValueError`` unless both are 2-d with the same ``dim``, finite, and have at least
+    ``min_rows`` rows each.
+    """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.ndim != 2 or y.ndim != 2:
         raise ValueError(f"samples must be 2-d arrays (n, dim), got shapes {x.shape} and {y.shape}")
     if x.shape[1] != y.shape[1]:
-        raise ValueError(f"samples must have the same dim, got {x.shape[1]} and {y.shape[1]}")
-    if x.shape[0] < 2 or y.shape[0] < 2:
-        raise ValueError("each sample needs at least 2 rows")
+        raise ValueError(f"samples must have the same dim (the same number of columns), got {x.shape[1]} "
+                         f"and {y.shape[1]}")
+    if x.shape[0] < min_rows or y.shape[0] < min_rows:
+        raise ValueError(f"each sample needs at least {min_rows} rows, got {x.shape[0]} and {y.shape[0]}")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
         raise ValueError("samples must be finite")
     return x, y
@@ -157,7 +178,7 @@ def energy_distance_test(x, y, *, n_permutations: int = 499, alpha: float = 0.05
     ``a`` of the first sample, ``S_xx = a^T D a``, ``S_xy = a^T r - S_xx`` and
     ``S_yy = 1^T r - S_xx - 2 S_xy``, so a batch of permutations costs one product ``D A``.
     """
-    x, y = _check_pair(x, y)
+    x, y = check_sample_pair(x, y)
     n_permutations = check_positive_int(n_permutations, "n_permutations")
     alpha = check_probability(alpha, "alpha")
     rng = as_generator(rng)
@@ -250,7 +271,7 @@ def occupancy_test(x, y, means, *, alpha: float = 0.05) -> OccupancyTestResult:
     ``lambda = n_1 n_2 / (n_1 + n_2) * sum_c (p1_c - p2_c)^2 / pbar_c`` and the power
     ``P(chi2_{C-1}(lambda) > chi2_{C-1, 1-alpha})``.
     """
-    x, y = _check_pair(x, y)
+    x, y = check_sample_pair(x, y)
     means = np.asarray(means, dtype=np.float64)
     if means.ndim != 2 or means.shape[1] != x.shape[1]:
         raise ValueError(f"means must have shape (C, dim={x.shape[1]}), got {means.shape}")
@@ -296,7 +317,7 @@ def radial_test(x, y, means, *, alpha: float = 0.05) -> RadialTestResult:
     The energy distance is dominated by between-component distances; this statistic looks at
     the scale inside components, where a wrong correction step shows first.
     """
-    x, y = _check_pair(x, y)
+    x, y = check_sample_pair(x, y)
     means = np.asarray(means, dtype=np.float64)
     if means.ndim != 2 or means.shape[1] != x.shape[1]:
         raise ValueError(f"means must have shape (C, dim={x.shape[1]}), got {means.shape}")

@@ -19,6 +19,7 @@ import numpy as np
 from scipy import stats
 
 from .._validation import as_generator, check_probability
+from ..diffusion.exactness import BonferroniComparison, TwoSampleResult, check_sample_pair, energy_distance_test
 
 __all__ = ["C2STResult", "MarginalTestResult", "SampleComparison", "classifier_two_sample_test",
            "marginal_ks_test", "compare_samples"]
@@ -26,20 +27,8 @@ __all__ = ["C2STResult", "MarginalTestResult", "SampleComparison", "classifier_t
 _Z80 = stats.norm.ppf(0.8)
 
 
-def _pair(x, y):
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
-        raise ValueError(f"x and y must be 2-D with the same number of columns, got {x.shape} and {y.shape}")
-    if min(x.shape[0], y.shape[0]) < 10:
-        raise ValueError("x and y need at least 10 rows each")
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ValueError("x and y must be finite")
-    return x, y
-
-
 @dataclass(frozen=True)
-class C2STResult:
+class C2STResult(TwoSampleResult):
     """Classifier two-sample test.
 
     Attributes
@@ -55,15 +44,13 @@ class C2STResult:
     name : str
     """
 
-    statistic: float
-    pvalue: float
     n_test: int
     detectable_accuracy: float
     name: str = "c2st"
 
 
 @dataclass(frozen=True)
-class MarginalTestResult:
+class MarginalTestResult(TwoSampleResult):
     """Per-coordinate two-sample KS tests, Bonferroni over coordinates.
 
     Attributes
@@ -82,8 +69,6 @@ class MarginalTestResult:
     name : str
     """
 
-    statistic: float
-    pvalue: float
     worst: int
     detectable_ks: float
     name: str = "marginal_ks"
@@ -98,7 +83,7 @@ def classifier_two_sample_test(x, y, *, alpha: float = 0.05, rng=None) -> C2STRe
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    x, y = _pair(x, y)
+    x, y = check_sample_pair(x, y, min_rows=10)
     alpha = check_probability(alpha, "alpha")
     rng = as_generator(rng)
     n = min(x.shape[0], y.shape[0])
@@ -126,7 +111,7 @@ def classifier_two_sample_test(x, y, *, alpha: float = 0.05, rng=None) -> C2STRe
 
 def marginal_ks_test(x, y, *, alpha: float = 0.05) -> MarginalTestResult:
     """Per-coordinate two-sample KS tests (per pixel for images), Bonferroni over coordinates."""
-    x, y = _pair(x, y)
+    x, y = check_sample_pair(x, y, min_rows=10)
     alpha = check_probability(alpha, "alpha")
     d = x.shape[1]
     res = [stats.ks_2samp(x[:, j], y[:, j]) for j in range(d)]
@@ -139,7 +124,7 @@ def marginal_ks_test(x, y, *, alpha: float = 0.05) -> MarginalTestResult:
 
 
 @dataclass(frozen=True)
-class SampleComparison:
+class SampleComparison(BonferroniComparison):
     """Energy, C2ST and marginal KS tests of one pair of samples; ``passed`` by Bonferroni at ``alpha``."""
 
     energy: object
@@ -151,15 +136,6 @@ class SampleComparison:
     def tests(self):
         return (self.energy, self.c2st, self.marginal)
 
-    @property
-    def pvalue(self) -> float:
-        """Bonferroni-combined p-value ``min(1, 3 min p)``."""
-        return float(min(1.0, 3 * min(t.pvalue for t in self.tests)))
-
-    @property
-    def passed(self) -> bool:
-        return self.pvalue > self.alpha
-
 
 def compare_samples(x, y, *, alpha: float = 0.01, n_permutations: int = 499, rng=None,
                     detectable: bool = True) -> SampleComparison:
@@ -168,9 +144,7 @@ def compare_samples(x, y, *, alpha: float = 0.01, n_permutations: int = 499, rng
     ``x`` and ``y`` must come from independent random streams (e.g. a speculative run and a plain
     run with different seeds).
     """
-    from ..diffusion.exactness import energy_distance_test
-
-    x, y = _pair(x, y)
+    x, y = check_sample_pair(x, y, min_rows=10)
     alpha = check_probability(alpha, "alpha")
     rng = as_generator(rng)
     a = alpha / 3
