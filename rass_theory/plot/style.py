@@ -22,6 +22,7 @@ __all__ = [
     "RULE_LABEL",
     "style_context",
     "new_figure",
+    "panel_grid",
     "rule_style",
     "save_figure",
     "SUPPORTED_FORMATS",
@@ -107,6 +108,28 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, width: float = 6.4, height: fl
     """
     fig = Figure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(nrows, ncols, sharex=sharex, sharey=sharey, squeeze=squeeze)
+    return fig, axes
+
+
+def panel_grid(n_panels: int, *, panel_width: float, panel_height: float, pad_width: float, pad_height: float,
+               xlabel: str, ylabel: str, max_cols: int = 4):
+    """Return ``(fig, axes)``: ``n_panels`` panels with shared axes, at most ``max_cols`` a row.
+
+    ``axes`` is 2-d; fill ``axes.flat[:n_panels]`` in order.  The bottom row carries ``xlabel``,
+    the left column ``ylabel``, and the unused panels of the last row are hidden.  The figure is
+    ``panel_width * ncols + pad_width`` by ``panel_height * nrows + pad_height`` inches.  Call
+    inside :func:`style_context`.
+    """
+    ncols = min(n_panels, max_cols)
+    nrows = -(-n_panels // ncols)
+    fig, axes = new_figure(nrows, ncols, width=panel_width * ncols + pad_width,
+                           height=panel_height * nrows + pad_height, sharex=True, sharey=True, squeeze=False)
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    for ax in list(axes.flat)[n_panels:]:
+        ax.set_visible(False)
     return fig, axes
 
 

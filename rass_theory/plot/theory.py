@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import Progress, check_deltas, check_K_values
-from .style import RULE_LABEL, new_figure, rule_style, style_context
+from .style import RULE_LABEL, panel_grid, rule_style, style_context
 from .table import Table
 
 __all__ = ["ACCEPTANCE_RULES", "DEFAULT_DELTAS", "acceptance_data", "gap_data", "plot_acceptance",
@@ -129,9 +129,21 @@ def gap_data(acceptance: Table) -> Table:
                                           "units": {"gap": "probability"}})
 
 
+_DELTA_LABEL = r"$\delta$ (dimensionless)"
+
+
 def _rules_in(table):
     present = set(table["rule"].tolist())
     return [r for r in ACCEPTANCE_RULES if r in present]
+
+
+def _plot_rules(ax, table, rules, K, column):
+    """One panel: ``column`` against delta for each rule at ``K`` (threshold with markers)."""
+    for rule in rules:
+        sub = table.where(rule=rule, K=K)
+        marker = {"marker": "o", "markersize": 3.5} if rule == "threshold" else {}
+        ax.plot(sub["delta"], sub[column], **rule_style(rule), **marker)
+    ax.set_title(f"K = {K}")
 
 
 def plot_acceptance(table: Table, *, title: str | None = None):
@@ -149,24 +161,12 @@ def plot_acceptance(table: Table, *, title: str | None = None):
     Ks = sorted(set(int(k) for k in table["K"]))
     rules = _rules_in(table)
     with style_context():
-        ncols = min(len(Ks), 4)
-        nrows = -(-len(Ks) // ncols)
-        fig, axes = new_figure(nrows, ncols, width=2.3 * ncols + 0.6, height=2.6 * nrows + 0.7,
-                               sharex=True, sharey=True, squeeze=False)
+        fig, axes = panel_grid(len(Ks), panel_width=2.3, panel_height=2.6, pad_width=0.6, pad_height=0.7,
+                               xlabel=_DELTA_LABEL, ylabel="acceptance probability")
         for ax, K in zip(axes.flat, Ks):
-            for rule in rules:
-                sub = table.where(rule=rule, K=K)
-                marker = {"marker": "o", "markersize": 3.5} if rule == "threshold" else {}
-                ax.plot(sub["delta"], sub["acceptance"], **rule_style(rule), **marker)
-            ax.set_title(f"K = {K}")
+            _plot_rules(ax, table, rules, K, "acceptance")
             ax.set_ylim(0, 1.02)
             ax.set_xlim(float(table["delta"].min()), float(table["delta"].max()))
-        for ax in axes[-1]:
-            ax.set_xlabel(r"$\delta$ (dimensionless)")
-        for ax in axes[:, 0]:
-            ax.set_ylabel("acceptance probability")
-        for ax in list(axes.flat)[len(Ks):]:
-            ax.set_visible(False)
         handles, labels = axes.flat[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=min(len(rules), 5))
         fig.suptitle(title or r"Per-node acceptance vs $\delta = \|\mu_{\rm target}-\mu_{\rm draft}\|/\sigma$")
@@ -181,25 +181,13 @@ def plot_gap_to_bound(gaps: Table, *, title: str | None = None):
     Ks = sorted(set(int(k) for k in gaps["K"]) - {1})
     if not Ks:
         raise ValueError("gaps must contain some K > 1 (at K = 1 every gap is zero)")
-    rules = [r for r in ACCEPTANCE_RULES if r in set(gaps["rule"].tolist())]
+    rules = _rules_in(gaps)
     with style_context():
-        ncols = min(len(Ks), 4)
-        nrows = -(-len(Ks) // ncols)
-        fig, axes = new_figure(nrows, ncols, width=2.3 * ncols + 0.6, height=2.5 * nrows + 0.7,
-                               sharex=True, sharey=True, squeeze=False)
+        fig, axes = panel_grid(len(Ks), panel_width=2.3, panel_height=2.5, pad_width=0.6, pad_height=0.7,
+                               xlabel=_DELTA_LABEL, ylabel="bound − acceptance\n(probability)")
         for ax, K in zip(axes.flat, Ks):
-            for rule in rules:
-                sub = gaps.where(rule=rule, K=K)
-                marker = {"marker": "o", "markersize": 3.5} if rule == "threshold" else {}
-                ax.plot(sub["delta"], sub["gap"], **rule_style(rule), **marker)
+            _plot_rules(ax, gaps, rules, K, "gap")
             ax.axhline(0, color="black", linewidth=0.6)
-            ax.set_title(f"K = {K}")
-        for ax in axes[-1]:
-            ax.set_xlabel(r"$\delta$ (dimensionless)")
-        for ax in axes[:, 0]:
-            ax.set_ylabel("bound − acceptance\n(probability)")
-        for ax in list(axes.flat)[len(Ks):]:
-            ax.set_visible(False)
         handles, labels = axes.flat[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=len(rules))
         fig.suptitle(title or "Distance to the list-coupling bound " + r"$\alpha^*(K,\delta)$")

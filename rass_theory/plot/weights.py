@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import Progress, check_deltas, check_K_values, optimal_weights_cached
-from .style import new_figure, style_context
+from .style import panel_grid, style_context
 from .table import Table
 
 __all__ = ["optimal_weights_data", "plot_optimal_weights"]
@@ -72,10 +72,8 @@ def plot_optimal_weights(table: Table, *, title: str | None = None):
     Ks = sorted(set(int(k) for k in table["K"]) - {1}) or [1]
     cmap = mpl.colormaps["cividis"]
     with style_context():
-        ncols = min(len(Ks), 4)
-        nrows = -(-len(Ks) // ncols)
-        fig, axes = new_figure(nrows, ncols, width=2.5 * ncols + 1.2, height=2.6 * nrows + 0.6,
-                               sharex=True, sharey=True, squeeze=False)
+        fig, axes = panel_grid(len(Ks), panel_width=2.5, panel_height=2.6, pad_width=1.2, pad_height=0.6,
+                               xlabel=r"$\delta$ (dimensionless)", ylabel="cumulative rank weight")
         for ax, K in zip(axes.flat, Ks):
             sub = table.where(K=K)
             deltas = np.unique(sub["delta"])
@@ -89,12 +87,6 @@ def plot_optimal_weights(table: Table, *, title: str | None = None):
             ax.set_xlim(deltas.min(), deltas.max())
             ax.set_ylim(0, 1)
             ax.grid(False)
-        for ax in axes[-1]:
-            ax.set_xlabel(r"$\delta$ (dimensionless)")
-        for ax in axes[:, 0]:
-            ax.set_ylabel("cumulative rank weight")
-        for ax in list(axes.flat)[len(Ks):]:
-            ax.set_visible(False)
         sm = mpl.cm.ScalarMappable(norm=mpl.colors.Normalize(0, 1), cmap=cmap)
         cbar = fig.colorbar(sm, ax=axes, location="right", shrink=0.9, aspect=25)
         cbar.set_label("rank position j/(K−1)\n0 = lowest s, 1 = nearest the target")
