@@ -129,21 +129,31 @@ def gap_data(acceptance: Table) -> Table:
                                           "units": {"gap": "probability"}})
 
 
-_DELTA_LABEL = r"$\delta$ (dimensionless)"
-
-
 def _rules_in(table):
     present = set(table["rule"].tolist())
     return [r for r in ACCEPTANCE_RULES if r in present]
 
 
-def _plot_rules(ax, table, rules, K, column):
-    """One panel: ``column`` against delta for each rule at ``K`` (threshold with markers)."""
-    for rule in rules:
-        sub = table.where(rule=rule, K=K)
-        marker = {"marker": "o", "markersize": 3.5} if rule == "threshold" else {}
-        ax.plot(sub["delta"], sub[column], **rule_style(rule), **marker)
-    ax.set_title(f"K = {K}")
+def _rule_panels(table, Ks, column, *, panel_height, ylabel, title, decorate):
+    """One panel per ``K`` of ``column`` against delta for every rule (threshold with markers).
+
+    ``decorate(ax)`` finishes each panel; one legend below the panels.
+    """
+    rules = _rules_in(table)
+    with style_context():
+        fig, axes = panel_grid(len(Ks), panel_width=2.3, panel_height=panel_height, pad_width=0.6, pad_height=0.7,
+                               xlabel=r"$\delta$ (dimensionless)", ylabel=ylabel)
+        for ax, K in zip(axes.flat, Ks):
+            for rule in rules:
+                sub = table.where(rule=rule, K=K)
+                marker = {"marker": "o", "markersize": 3.5} if rule == "threshold" else {}
+                ax.plot(sub["delta"], sub[column], **rule_style(rule), **marker)
+            ax.set_title(f"K = {K}")
+            decorate(ax)
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(rules), 5))
+        fig.suptitle(title)
+    return fig
 
 
 def plot_acceptance(table: Table, *, title: str | None = None):
@@ -158,19 +168,15 @@ def plot_acceptance(table: Table, *, title: str | None = None):
     -------
     matplotlib.figure.Figure
     """
-    Ks = sorted(set(int(k) for k in table["K"]))
-    rules = _rules_in(table)
-    with style_context():
-        fig, axes = panel_grid(len(Ks), panel_width=2.3, panel_height=2.6, pad_width=0.6, pad_height=0.7,
-                               xlabel=_DELTA_LABEL, ylabel="acceptance probability")
-        for ax, K in zip(axes.flat, Ks):
-            _plot_rules(ax, table, rules, K, "acceptance")
-            ax.set_ylim(0, 1.02)
-            ax.set_xlim(float(table["delta"].min()), float(table["delta"].max()))
-        handles, labels = axes.flat[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(rules), 5))
-        fig.suptitle(title or r"Per-node acceptance vs $\delta = \|\mu_{\rm target}-\mu_{\rm draft}\|/\sigma$")
-    return fig
+    lo, hi = float(table["delta"].min()), float(table["delta"].max())
+
+    def decorate(ax):
+        ax.set_ylim(0, 1.02)
+        ax.set_xlim(lo, hi)
+
+    return _rule_panels(table, sorted(set(int(k) for k in table["K"])), "acceptance", panel_height=2.6,
+                        ylabel="acceptance probability", decorate=decorate,
+                        title=title or r"Per-node acceptance vs $\delta = \|\mu_{\rm target}-\mu_{\rm draft}\|/\sigma$")
 
 
 def plot_gap_to_bound(gaps: Table, *, title: str | None = None):
@@ -181,17 +187,9 @@ def plot_gap_to_bound(gaps: Table, *, title: str | None = None):
     Ks = sorted(set(int(k) for k in gaps["K"]) - {1})
     if not Ks:
         raise ValueError("gaps must contain some K > 1 (at K = 1 every gap is zero)")
-    rules = _rules_in(gaps)
-    with style_context():
-        fig, axes = panel_grid(len(Ks), panel_width=2.3, panel_height=2.5, pad_width=0.6, pad_height=0.7,
-                               xlabel=_DELTA_LABEL, ylabel="bound − acceptance\n(probability)")
-        for ax, K in zip(axes.flat, Ks):
-            _plot_rules(ax, gaps, rules, K, "gap")
-            ax.axhline(0, color="black", linewidth=0.6)
-        handles, labels = axes.flat[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=len(rules))
-        fig.suptitle(title or "Distance to the list-coupling bound " + r"$\alpha^*(K,\delta)$")
-    return fig
+    return _rule_panels(gaps, Ks, "gap", panel_height=2.5, ylabel="bound − acceptance\n(probability)",
+                        decorate=lambda ax: ax.axhline(0, color="black", linewidth=0.6),
+                        title=title or "Distance to the list-coupling bound " + r"$\alpha^*(K,\delta)$")
 
 
 def acceptance_summary(table: Table, deltas=(0.25, 0.5, 1.0, 1.5, 2.0)) -> tuple[list, list]:
