@@ -13,43 +13,43 @@ from ..report.config import SECTION_KEYS
 __all__ = ["report", "parse_int_list", "parse_float_grid"]
 
 
-def parse_int_list(text: str, name: str) -> tuple[int, ...]:
-    """Parse ``"1,2,4,8"`` into integers; raise ``click.BadParameter`` naming ``name``."""
+def _parse_values(text: str, name: str, convert, expected: str) -> tuple:
+    """``convert(text)``, a non-empty tuple; ``click.BadParameter`` naming ``name`` otherwise."""
     try:
-        values = tuple(int(x) for x in text.replace(" ", "").split(",") if x != "")
+        values = convert(text.replace(" ", ""))
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers such as 1,2,4,8, got {text!r}",
-                                 param_hint=name) from None
+        raise click.BadParameter(f"expected {expected}, got {text!r}", param_hint=name) from None
     if not values:
         raise click.BadParameter("must list at least one value", param_hint=name)
     return values
+
+
+def parse_int_list(text: str, name: str) -> tuple[int, ...]:
+    """Parse ``"1,2,4,8"`` into integers; raise ``click.BadParameter`` naming ``name``."""
+    return _parse_values(text, name, lambda t: tuple(int(x) for x in t.split(",") if x != ""),
+                         "comma-separated integers such as 1,2,4,8")
 
 
 def parse_float_grid(text: str, name: str) -> tuple[float, ...]:
     """Parse ``"0,0.5,1"`` or ``"START:STOP:STEP"`` (inclusive) into floats."""
     import numpy as np
 
-    text = text.replace(" ", "")
-    try:
-        if ":" in text:
-            parts = [float(x) for x in text.split(":")]
-            if len(parts) != 3:
-                raise ValueError
-            start, stop, step = parts
-            if not step > 0 or stop < start:
-                raise click.BadParameter(f"START:STOP:STEP needs STEP > 0 and STOP >= START, got {text!r}",
-                                         param_hint=name)
-            n = int(np.floor((stop - start) / step + 1e-9)) + 1
-            if n > 2000:
-                raise click.BadParameter(f"grid {text!r} has {n} points; at most 2000", param_hint=name)
-            return tuple(float(x) for x in np.round(start + step * np.arange(n), 12))
-        values = tuple(float(x) for x in text.split(",") if x != "")
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated numbers or START:STOP:STEP, got {text!r}",
-                                 param_hint=name) from None
-    if not values:
-        raise click.BadParameter("must list at least one value", param_hint=name)
-    return values
+    def convert(t):
+        if ":" not in t:
+            return tuple(float(x) for x in t.split(",") if x != "")
+        parts = [float(x) for x in t.split(":")]
+        if len(parts) != 3:
+            raise ValueError
+        start, stop, step = parts
+        if not step > 0 or stop < start:
+            raise click.BadParameter(f"START:STOP:STEP needs STEP > 0 and STOP >= START, got {t!r}",
+                                     param_hint=name)
+        n = int(np.floor((stop - start) / step + 1e-9)) + 1
+        if n > 2000:
+            raise click.BadParameter(f"grid {t!r} has {n} points; at most 2000", param_hint=name)
+        return tuple(float(x) for x in np.round(start + step * np.arange(n), 12))
+
+    return _parse_values(text, name, convert, "comma-separated numbers or START:STOP:STEP")
 
 
 _TERMINATED = threading.Event()
