@@ -156,10 +156,7 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
     round_rows: list = []
     node_rows: list = []
     round_counter = 0
-    while True:
-        active = np.flatnonzero(step < stop)
-        if active.size == 0:
-            break
+    for active in _unfinished_rows(step, stop):
         root_call = np.zeros(active.size, dtype=bool)
         if prefetch == "none" and draft_model is None:
             root_call = ~root_exact[active]
@@ -206,6 +203,19 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
         n_steps=schedule.n_steps, churn=schedule.churn, prefetch=prefetch, protocol=protocol, kind=kind,
         evaluate_leaves=bool(evaluate_leaves), first_step=k0,
     )
+
+
+def _unfinished_rows(step, stop):
+    """Yield, once per round, the trajectories whose ``step`` is still below ``stop``.
+
+    ``step`` is read afresh before each round (the caller advances it in place); the iteration
+    ends when every trajectory has reached ``stop``.
+    """
+    while True:
+        active = np.flatnonzero(step < stop)
+        if active.size == 0:
+            return
+        yield active
 
 
 def _check_draft(draft, target):

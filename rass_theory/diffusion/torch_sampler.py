@@ -20,7 +20,7 @@ from ._contract import THRESHOLD_GRID, verifier_name
 from .plain import check_target
 from .results import NodeRecord, RoundRecord, SpeculativeResult, speedup_estimate
 from .schedule import ChurnSchedule
-from .speculative import PREFETCH_MODES
+from .speculative import PREFETCH_MODES, _unfinished_rows
 from .trees import TreeShape
 
 __all__ = ["speculative_sample_torch", "plain_sample_torch", "resolve_torch_verifier", "as_torch_target"]
@@ -374,10 +374,7 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
 
     round_rows, trace = [], []
     round_counter = 0
-    while True:
-        active = np.flatnonzero(step < stop)
-        if active.size == 0:
-            break
+    for active in _unfinished_rows(step, stop):
         root_call = np.zeros(active.size, dtype=bool)
         if prefetch == "none":
             root_call = ~root_exact[active]
