@@ -1,10 +1,15 @@
 """speculative_sample: validation, honest call counting, lazy/full equivalence, exactness of runs."""
+import importlib.util
+
 import numpy as np
 import pytest
 
 from rass_theory.diffusion import GaussianMixture, TreeShape, plain_sample, speculative_sample
 from rass_theory.diffusion.exactness import compare_to_plain
 from rass_theory.verifiers import VerifierResult
+
+
+BACKENDS = ["numpy"] + (["torch"] if importlib.util.find_spec("torch") else [])
 
 
 @pytest.fixture(scope="module")
@@ -26,14 +31,22 @@ def accept_first(children, mu_draft, mu_target, sigma, rng):
     return VerifierResult(children[:, 0].copy(), np.ones(n, bool), np.zeros(n, np.int64))
 
 
+_NUMPY_ONLY = {"expansion", "draft"}     # the torch sampler has no such options
+
+
 class TestValidation:
+    @pytest.mark.parametrize("backend", BACKENDS)
     @pytest.mark.parametrize("kw,match", [
         (dict(K=0), "K"), (dict(L=0), "L"), (dict(n_samples=0), "n_samples"), (dict(n_steps=0), "n_steps"),
         (dict(churn=-0.1), "churn"), (dict(churn=float("inf")), "churn"), (dict(K=(2, 2), L=3), "L=3"),
+        (dict(prefetch="sibling"), "prefetch"), (dict(protocol="edm"), "protocol"),
         (dict(expansion="eager"), "expansion"), (dict(draft="cheap"), "draft"),
     ])
-    def test_value_errors(self, gm16, kw, match):
-        args = dict(K=2, L=2, n_samples=4, n_steps=10, churn=0.06, rng=0)
+    def test_value_errors(self, gm16, kw, match, backend):
+        """Both backends (``backend="torch"`` runs ``speculative_sample_torch``) reject the same input."""
+        if backend == "torch" and _NUMPY_ONLY & set(kw):
+            pytest.skip("NumPy-only option")
+        args = dict(K=2, L=2, n_samples=4, n_steps=10, churn=0.06, rng=0, backend=backend)
         args.update(kw)
         with pytest.raises(ValueError, match=match):
             speculative_sample(gm16, "dgrs", **args)
