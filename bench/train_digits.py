@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from rass_theory.models.digits import DigitsVelocityNet, load_digits_split
+from rass_theory.models.init import init_parameters_
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,8 +41,7 @@ def train(steps: int, batch: int, lr: float, seed: int, hidden: int, depth: int,
     x_tr, _, _, _ = load_digits_split()
     data = torch.as_tensor(x_tr, dtype=torch.float32)
     gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)          # parameter initialisation (script only; the library never seeds globally)
-    net = DigitsVelocityNet(dim=64, hidden=hidden, depth=depth)
+    net = init_parameters_(DigitsVelocityNet(dim=64, hidden=hidden, depth=depth), gen)  # no global seeding
     ema = copy.deepcopy(net)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 0.5 * (1 + math.cos(math.pi * min(i, steps) / steps)))

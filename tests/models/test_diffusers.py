@@ -14,22 +14,23 @@ diffusers = pytest.importorskip("diffusers")
 from rass_theory.diffusion import energy_distance_test  # noqa: E402
 from rass_theory.diffusion.torch_sampler import plain_sample_torch, speculative_sample_torch  # noqa: E402
 from rass_theory.models import from_diffusers  # noqa: E402
+from rass_theory.models.init import init_parameters_  # noqa: E402
 
 SCHED = dict(n_steps=12, churn=0.1)      # 10 stochastic steps, 2 deterministic tail steps
 
 
 def tiny_unet(seed=0):
-    torch.manual_seed(seed)              # parameter init only; tests keep their own generators otherwise
-    return diffusers.UNet2DModel(sample_size=8, in_channels=1, out_channels=1, layers_per_block=1,
+    return init_parameters_(diffusers.UNet2DModel(sample_size=8, in_channels=1, out_channels=1, layers_per_block=1,
                                  block_out_channels=(8, 16), down_block_types=("DownBlock2D", "DownBlock2D"),
-                                 up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=4).eval()
+                                 up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=4),
+                            torch.Generator().manual_seed(seed)).eval()
 
 
 def tiny_sd3(seed=0):
-    torch.manual_seed(seed)
-    return diffusers.SD3Transformer2DModel(sample_size=8, patch_size=2, in_channels=4, out_channels=4, num_layers=1,
+    return init_parameters_(diffusers.SD3Transformer2DModel(sample_size=8, patch_size=2, in_channels=4, out_channels=4, num_layers=1,
                                            attention_head_dim=8, num_attention_heads=2, joint_attention_dim=16,
-                                           caption_projection_dim=16, pooled_projection_dim=8).eval()
+                                           caption_projection_dim=16, pooled_projection_dim=8),
+                            torch.Generator().manual_seed(seed)).eval()
 
 
 @pytest.fixture(scope="module")
