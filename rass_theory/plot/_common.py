@@ -1,8 +1,7 @@
 """Helpers shared by the figure modules: argument checks and progress reporting."""
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -58,18 +57,9 @@ class Progress:
             self.callback(self.done, self.total)
 
 
-def iter_progress(items: Iterable, callback: ProgressFn | None):
-    items = list(items)
-    prog = Progress(len(items), callback)
-    for item in items:
-        yield item
-        prog.step()
-
-
-@functools.lru_cache(maxsize=4096)
 def optimal_weights_cached(K: int, delta: float):
-    """``rt.optimal_rank_weights(K, delta)``, memoised: the acceptance, weights and tree figures
-    of one report share the same (K, delta) cells, and each solve is a convex program."""
+    """``optimal_rank_weights(K, delta)`` for the figures (that function is itself memoised, so
+    the acceptance, weights and tree figures of one report share their convex programs)."""
     from rass_theory.optimize import optimal_rank_weights
 
     return optimal_rank_weights(int(K), float(delta))
