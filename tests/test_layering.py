@@ -27,10 +27,6 @@ for i, layer in enumerate(LAYERS):
 
 #: upward edges that exist today, each with the reason; the set may only shrink
 KNOWN_UPWARD = {
-    ("exact", "optimize"): "rt.acceptance is optimize/dispatch.py now; exact/acceptance.py still hands the "
-                           "optimiser rules to it for callers above optimize that import exact.acceptance "
-                           "(rass_theory/mutants.py, tests/stats/test_certify_memory_calibration.py); "
-                           "drop once they import rass_theory.optimize.dispatch",
     ("stats", "scale"): "check_exactness(backend='dask') dispatch in stats/harness.py",
     ("stats", "torch"): "check_exactness(backend='torch') dispatch in stats/harness.py",
     ("models", "diffusion"): "models/exactness.py runs diffusion sampling",

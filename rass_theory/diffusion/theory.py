@@ -85,7 +85,7 @@ def acceptance_curve(rule, K: int, *, max_delta: float = 10.0):
     if isinstance(rule, str):
         key = _canonical(rule)
         if key in ("rmc", "dgrs"):
-            from ..exact import acceptance
+            from ..optimize.dispatch import acceptance
 
             if key == "rmc" and K != 1:
                 raise ValueError(f"rule 'rmc' needs K = 1, got K = {K}")

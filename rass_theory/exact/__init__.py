@@ -3,7 +3,8 @@
 Public names (re-exported here; implementation modules are one topic each):
 
 - :func:`acceptance`, :func:`rejection_probability`, :data:`RULES` — closed-form rules and rule
-  validation (:mod:`.acceptance`); the public dispatcher is :mod:`rass_theory.optimize.dispatch`.
+  validation (:mod:`.acceptance`); the rules that need the optimiser raise ``ValueError`` here,
+  the public dispatcher for every rule is :mod:`rass_theory.optimize.dispatch` (``rt.acceptance``).
 - :func:`dgrs_residual_masses` and the closed-form D-GRS levels (:mod:`.dgrs`).
 - :func:`acceptance_bound`, :func:`bound_threshold`, :func:`list_coupling_bound` — the
   list-coupling bound (:mod:`.bound`).

@@ -10,15 +10,14 @@ the rules that are closed form or exact given their parameters:
 - ``"rass"`` with explicit rank weights (or ``K = 1``): ``1 - TV(g_w, f)``.
 
 The rules that need the optimiser (``"rass"`` at its default, optimal, weights,
-``"threshold"`` and ``"optimal_list"``) are dispatched one layer up, in
+``"threshold"`` and ``"optimal_list"``) are solved one layer up, in
 :mod:`rass_theory.optimize.dispatch`, which is what ``rt.acceptance`` and
-``rt.rejection_probability`` are.  :func:`acceptance` here still answers every rule by handing
-those to it (kept while callers above ``optimize`` import this module; new code imports
-:mod:`rass_theory.optimize.dispatch`).
+``rt.rejection_probability`` are.  :func:`acceptance` and :func:`rejection_probability` here
+answer the closed-form rules only and raise ``ValueError`` for the others (this module
+imports nothing above ``exact``; ``tests/test_layering.py``).
 """
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
@@ -91,23 +90,27 @@ def closed_form(rule: str, K: int, delta: float, weights, want: str = "acceptanc
 
 
 def _evaluate(rule, K, delta, weights, want: str) -> float:
-    """Validate, then the closed form, else the optimiser-level dispatch."""
+    """Validate, then the closed form; a rule that needs the optimiser is an error here."""
     rule, K, delta = validate(rule, K, delta)
     out = closed_form(rule, K, delta, weights, want)
     if out is None:
-        # transitional upward call (tests/test_layering.py KNOWN_UPWARD): callers above
-        # ``optimize`` that still import this module get every rule
-        dispatch = importlib.import_module("rass_theory.optimize.dispatch")
-        return dispatch.optimised(rule, K, delta, want)
+        what = "rule 'rass' without weights at K > 1" if rule == "rass" else f"rule {rule!r}"
+        raise ValueError(
+            f"{what} needs the optimiser: rass_theory.exact.acceptance answers only the closed-form "
+            "rules ('rmc', 'dgrs', 'rass' with weights or K == 1); use "
+            "rass_theory.optimize.dispatch.acceptance (rt.acceptance) or "
+            "rass_theory.optimize.dispatch.rejection_probability (rt.rejection_probability)")
     return out
 
 
 def acceptance(rule, K, delta, weights=None) -> float:
-    """Exact acceptance probability of a verifier rule at one node.
+    """Exact acceptance probability of a closed-form verifier rule at one node.
 
-    The same function as :func:`rass_theory.optimize.dispatch.acceptance` (``rt.acceptance``),
-    whose docstring gives the parameters, errors and formulas; the closed-form rules are
-    computed here, the others handed to it.
+    For ``"rmc"``, ``"dgrs"`` and ``"rass"`` with explicit weights (or ``K = 1``) this equals
+    :func:`rass_theory.optimize.dispatch.acceptance` (``rt.acceptance``), whose docstring gives
+    the parameters, errors and formulas.  The rules that need the optimiser (``"rass"`` at its
+    default weights with ``K > 1``, ``"threshold"``, ``"optimal_list"``) raise ``ValueError``
+    pointing there; the other errors are those of ``rt.acceptance``.
 
     Examples
     --------
@@ -121,5 +124,6 @@ def acceptance(rule, K, delta, weights=None) -> float:
 
 
 def rejection_probability(rule, K, delta, weights=None) -> float:
-    """``1 - acceptance``, computed directly (:func:`rass_theory.optimize.dispatch.rejection_probability`)."""
+    """``1 - acceptance`` of a closed-form rule, computed directly; the optimiser rules raise
+    ``ValueError`` (use :func:`rass_theory.optimize.dispatch.rejection_probability`)."""
     return _evaluate(rule, K, delta, weights, want="tv")

@@ -71,7 +71,7 @@ def rass_acceptance(K: int, delta: float) -> float:
     Equals ``rt.acceptance("rass", K, delta)``: the acceptance is evaluated exactly at the
     optimiser's returned weights.
     """
-    from rass_theory.exact import acceptance
+    from rass_theory.optimize.dispatch import acceptance
 
     if K == 1:
         return float(acceptance("rass", 1, delta))

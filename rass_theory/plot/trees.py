@@ -79,7 +79,7 @@ def tree_speedup_data(K_values=(1, 2, 4, 8), L_values=(1, 2, 3, 4, 5, 6), delta=
         (``(1 - a^L)/(1 - a)``, see module Notes), ``asymptote`` (``1/(1 - a)``),
         ``drafted_nodes`` and ``target_nodes``.
     """
-    from rass_theory.exact import acceptance
+    from rass_theory.optimize.dispatch import acceptance
 
     K_values = check_K_values(K_values)
     L_values = check_ints(L_values, "L_values")

@@ -39,7 +39,7 @@ class TestCertify:
         assert len(cells) == 6 and {c[0] for c in cells} == {2, 4} and {c[1] for c in cells} == {0.5, 1.0, 2.0}
         assert {c[0] for c in default_cells(rt.verifiers.rmc())} == {1}
         # the default run is the grid: >= 2 K, >= 3 deltas, one with >= 30% corrections at K = 4
-        from rass_theory.exact.acceptance import acceptance
+        from rass_theory.optimize.dispatch import acceptance
         assert 1 - acceptance("rass", 4, max(c[1] for c in cells)) >= 0.3
         with pytest.raises(ValueError, match="cells"):
             rt.certify(resample, [], show=False)
