@@ -129,21 +129,29 @@ def _flatten(coef, s):
     return coef, s, rows
 
 
+def _bernstein_blocks(coef, s, degree: int):
+    """Set-up shared by the row-wise Bernstein sums over ``k = 0..degree``.
+
+    Returns the flat output buffer, the output shape, ``k``, ``log binom(degree, k)`` and a lazy
+    iterator of ``(block, coef rows, log p, log q)`` over memory-bounded blocks of the flattened
+    points (evaluated inside the caller's loop, so under its ``np.errstate``).
+    """
+    coef, s, rows = _flatten(coef, s)
+    s_flat = s.ravel()
+    k = np.arange(degree + 1, dtype=np.float64)
+    blocks = ((blk, coef[rows[blk]], *_log_p_q(s_flat[blk])[1:]) for blk in _blocks(s_flat.size, degree + 1))
+    return np.empty(s_flat.size), s.shape, k, log_binom(degree, k), blocks
+
+
 def _log_bernstein_apply(log_coef, s, degree: int):
     """Row-wise ``logsumexp_k(log_coef[row, k] + log binom(degree, k) + k log p + (degree-k) log q)``.
 
     ``log_coef`` has shape ``(nc, degree + 1)``; ``s`` has shape ``(ns, m)``.
     """
-    log_coef, s, rows = _flatten(log_coef, s)
-    shape = s.shape
-    s_flat = s.ravel()
-    k = np.arange(degree + 1, dtype=np.float64)
-    logc = log_binom(degree, k)
-    out = np.empty(s_flat.size)
+    out, shape, k, logc, blocks = _bernstein_blocks(log_coef, s, degree)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for blk in _blocks(s_flat.size, degree + 1):
-            sb, lp, lq = _log_p_q(s_flat[blk])
-            terms = log_coef[rows[blk]] + logc + k * lp[:, None] + (degree - k) * lq[:, None]
+        for blk, coef_rows, lp, lq in blocks:
+            terms = coef_rows + logc + k * lp[:, None] + (degree - k) * lq[:, None]
             top = np.max(terms, axis=1)
             top_safe = np.where(np.isfinite(top), top, 0.0)
             val = np.log(np.sum(np.exp(terms - top_safe[:, None]), axis=1)) + top_safe
@@ -153,16 +161,10 @@ def _log_bernstein_apply(log_coef, s, degree: int):
 
 def _signed_bernstein_apply(coef, s, degree: int):
     """Row-wise ``sum_k coef[row, k] binom(degree, k) p^k q^(degree-k)`` for signed ``coef``."""
-    coef, s, rows = _flatten(coef, s)
-    shape = s.shape
-    s_flat = s.ravel()
-    k = np.arange(degree + 1, dtype=np.float64)
-    logc = log_binom(degree, k)
-    out = np.empty(s_flat.size)
-    for blk in _blocks(s_flat.size, degree + 1):
-        sb, lp, lq = _log_p_q(s_flat[blk])
+    out, shape, k, logc, blocks = _bernstein_blocks(coef, s, degree)
+    for blk, coef_rows, lp, lq in blocks:
         basis = np.exp(logc + k * lp[:, None] + (degree - k) * lq[:, None])
-        out[blk] = np.einsum("ij,ij->i", coef[rows[blk]], basis)
+        out[blk] = np.einsum("ij,ij->i", coef_rows, basis)
     return out.reshape(shape)
 
 
