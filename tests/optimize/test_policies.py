@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 from scipy.integrate import quad
-from scipy.special import ndtr
 from scipy.stats import norm
 
 from rass_theory.optimize.policies import (
@@ -14,11 +13,6 @@ from rass_theory.optimize.policies import (
     threshold_acceptance,
 )
 from rass_theory.optimize.rank_weights import optimal_rank_weights
-
-
-def _bound(K, delta):
-    t = np.linspace(-8, delta + 8, 200001)
-    return float(np.min(ndtr(t - delta) + 1 - ndtr(t) ** K))
 
 
 POLICIES = [
@@ -96,7 +90,7 @@ class TestSelectedLaw:
         z = (counts - n * p) / np.sqrt(n * p * (1 - p))
         assert np.max(np.abs(z)) < 4.5
 
-    def test_exactness_identity(self, policy):
+    def test_exactness_identity(self, policy, grid_bound):
         # P8.2: accepted part min(f, g) plus TV * residual (f - g)_+ / TV equals f
         delta = 0.8
         s = np.linspace(-5, 6, 2001)
@@ -112,15 +106,15 @@ class TestSelectedLaw:
         m = sum(quad(lambda x: min(norm.pdf(x - delta), pdf(x)), a, b, limit=400)[0]
                 for a, b in zip([-np.inf] + brk, brk + [np.inf]))
         assert acc == pytest.approx(m, abs=1e-8)
-        assert acc <= _bound(policy.K, delta) + 1e-12
+        assert acc <= grid_bound(policy.K, delta) + 1e-12
 
 
 class TestOptimalThreshold:
-    def test_beats_rass_and_respects_bound(self):
+    def test_beats_rass_and_respects_bound(self, grid_bound):
         res = optimal_threshold_policy(2, 1.0, n_grid=9, xtol=1e-3)
         rass = optimal_rank_weights(2, 1.0).acceptance
         assert res.acceptance >= rass - 1e-12
-        assert res.acceptance <= _bound(2, 1.0) + 1e-9
+        assert res.acceptance <= grid_bound(2, 1.0) + 1e-9
         assert res.acceptance == pytest.approx(
             threshold_acceptance(2, 1.0, res.t, res.weights), abs=1e-12)
         assert isinstance(res.policy, ThresholdRankPolicy)
@@ -178,17 +172,17 @@ class TestOptimalThreshold:
         assert len(low) <= 4                    # cannot beat the best found elsewhere: stop
 
     @pytest.mark.slow
-    def test_two_level_closes_part_of_the_gap(self):
+    def test_two_level_closes_part_of_the_gap(self, grid_bound):
         from rass_theory.optimize.policies import optimal_two_level_policy
 
         res = optimal_two_level_policy(4, 0.5)
         assert res.acceptance > res.threshold_acceptance + 1e-3
-        assert res.acceptance <= _bound(4, 0.5) + 1e-9
+        assert res.acceptance <= grid_bound(4, 0.5) + 1e-9
         assert res.policy.acceptance(0.5) == pytest.approx(res.acceptance, abs=1e-14)
 
     @pytest.mark.slow
-    def test_design_value_K4_delta1(self):
+    def test_design_value_K4_delta1(self, grid_bound):
         # threshold policy 0.924 = the bound at K = 4, delta = 1
         res = optimal_threshold_policy(4, 1.0)
         assert round(res.acceptance, 3) == 0.924
-        assert res.acceptance == pytest.approx(_bound(4, 1.0), abs=1e-7)
+        assert res.acceptance == pytest.approx(grid_bound(4, 1.0), abs=1e-7)
