@@ -15,16 +15,14 @@ def _J(t, K, delta):
     return stats.norm.cdf(t - delta) - np.expm1(K * special.log_ndtr(t))
 
 
-class TestValidation:
-    @pytest.mark.parametrize("K", [0, -3, 1.5])
-    def test_bad_K(self, K):
-        with pytest.raises((ValueError, TypeError), match="K"):
-            bound.acceptance_bound(K, 1.0)
-
-    @pytest.mark.parametrize("delta", [-1.0, float("nan"), float("inf")])
-    def test_bad_delta(self, delta):
-        with pytest.raises(ValueError, match="delta"):
-            bound.acceptance_bound(3, delta)
+@pytest.mark.parametrize("K,delta,exc,word", [(0, 1.0, (ValueError, TypeError), "K"),
+                                               (-3, 1.0, (ValueError, TypeError), "K"),
+                                               (1.5, 1.0, (ValueError, TypeError), "K"),
+                                               (3, -1.0, ValueError, "delta"), (3, float("nan"), ValueError, "delta"),
+                                               (3, float("inf"), ValueError, "delta")])
+def test_bad_input(K, delta, exc, word):
+    with pytest.raises(exc, match=word):
+        bound.acceptance_bound(K, delta)
 
 
 class TestValues:
