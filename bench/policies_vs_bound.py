@@ -40,7 +40,7 @@ def rule(name, K, delta):
 
 def _optimal_threshold_policy_reference(K, delta, *, n_grid=25, xtol=1e-6):
     """The search before the speed-up (kept here only as the timing/accuracy baseline)."""
-    from rass_theory.optimize.policies import ThresholdPolicyResult, ThresholdRankPolicy, _inner
+    from rass_theory.optimize.policies import _best_threshold_result, _grid_maxima, _inner
     from rass_theory.optimize.rank_weights import optimal_rank_weights
 
     rass = optimal_rank_weights(K, delta)
@@ -54,11 +54,7 @@ def _optimal_threshold_policy_reference(K, delta, *, n_grid=25, xtol=1e-6):
             start["w"] = cache[t][1]
         return cache[t][0]
 
-    ts = np.linspace(-3.0, delta + 3.0, n_grid)
-    vals = np.array([a(t) for t in ts])
-    cand = [i for i in range(n_grid)
-            if (i == 0 or vals[i] >= vals[i - 1]) and (i == n_grid - 1 or vals[i] >= vals[i + 1])]
-    cand = sorted(cand, key=lambda i: -vals[i])[:2]
+    ts, cand = _grid_maxima(a, delta, n_grid)
     invphi = (np.sqrt(5.0) - 1.0) / 2.0
     for i in cand:
         lo, hi = ts[max(i - 1, 0)], ts[min(i + 1, n_grid - 1)]
@@ -75,12 +71,7 @@ def _optimal_threshold_policy_reference(K, delta, *, n_grid=25, xtol=1e-6):
                 lo, x1, f1 = x1, x2, f2
                 x2 = lo + invphi * (hi - lo)
                 f2 = a(x2)
-    t_best = max(cache, key=lambda t: cache[t][0])
-    acc, w, gap, tv = cache[t_best]
-    if rass.acceptance >= acc:
-        t_best, acc, w, gap, tv = np.inf, rass.acceptance, rass.weights, rass.gap, rass.tv
-    return ThresholdPolicyResult(ThresholdRankPolicy(K, t_best, w), acc, t_best, np.asarray(w), gap,
-                                 rass.acceptance, tv)
+    return _best_threshold_result(K, cache, rass)
 
 
 def speed():

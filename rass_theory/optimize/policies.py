@@ -381,16 +381,33 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6,
             cache[t] = _inner(K, delta, t, w0)
         return cache[t][0]
 
-    ts = np.linspace(-3.0, delta + 3.0, n_grid)
-    vals = np.array([a(t) for t in ts])
-    # local maxima of the grid (ends included), each refined by bounded Brent search
-    cand = [i for i in range(n_grid)
-            if (i == 0 or vals[i] >= vals[i - 1]) and (i == n_grid - 1 or vals[i] >= vals[i + 1])]
-    cand = sorted(cand, key=lambda i: -vals[i])[:2]
+    # the two best local maxima of the grid (ends included), each refined by bounded Brent search
+    ts, cand = _grid_maxima(a, delta, n_grid)
     for i in cand:
         _refine_max(a, ts[max(i - 1, 0)], ts[min(i + 1, n_grid - 1)], xtol, ftol,
                     lambda: {t: v[0] for t, v in cache.items()},
                     lambda: max(v[0] for v in cache.values()))
+    return _best_threshold_result(K, cache, rass)
+
+
+def _grid_maxima(a, delta: float, n_grid: int):
+    """Threshold grid ``ts`` on ``[-3, delta + 3]`` and the indices of the two highest local maxima of ``a`` on it.
+
+    Local maxima include the grid ends; ties keep grid order.
+    """
+    ts = np.linspace(-3.0, delta + 3.0, n_grid)
+    vals = np.array([a(t) for t in ts])
+    cand = [i for i in range(n_grid)
+            if (i == 0 or vals[i] >= vals[i - 1]) and (i == n_grid - 1 or vals[i] >= vals[i + 1])]
+    return ts, sorted(cand, key=lambda i: -vals[i])[:2]
+
+
+def _best_threshold_result(K: int, cache: dict, rass) -> ThresholdPolicyResult:
+    """The best threshold solved so far, or plain RASS (``t = inf``) when it is at least as good.
+
+    ``cache`` maps a threshold ``t`` to the ``(acceptance, weights, gap, tv)`` of :func:`_inner`;
+    ``rass`` is the :func:`optimal_rank_weights` result for the same ``(K, delta)``.
+    """
     t_best = max(cache, key=lambda t: cache[t][0])
     acc, w, gap, tv = cache[t_best]
     if rass.acceptance >= acc:
