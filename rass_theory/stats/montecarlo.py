@@ -12,29 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .._validation import (as_generator, check_delta, check_K, check_positive_int, check_probability,
                            check_weights)
+from .tests import clopper_pearson
 
 __all__ = ["AcceptanceEstimate", "SelectedLawEstimate", "estimate_acceptance", "estimate_selected_law",
-           "clopper_pearson", "dkw_epsilon"]
-
-
-def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple:
-    """Exact (Clopper--Pearson) two-sided interval for a binomial proportion ``k / n``.
-
-    Notes
-    -----
-    ``[B(alpha/2; k, n-k+1), B(1-alpha/2; k+1, n-k)]`` with ``B(q; a, b)`` the Beta quantile,
-    ``alpha = 1 - confidence``; the ends are 0 and 1 when ``k = 0`` and ``k = n``.
-    """
-    n = check_positive_int(n, "n")
-    k = check_positive_int(k, "k", minimum=0, maximum=n)
-    alpha = 1.0 - check_probability(confidence, "confidence")
-    low = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
-    high = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
-    return low, high
+           "dkw_epsilon"]
 
 
 def dkw_epsilon(n: int, confidence: float = 0.95) -> float:
@@ -112,6 +96,7 @@ def estimate_acceptance(verifier, K, delta, dim, n_samples, rng=None, *, sigma: 
     dim = check_positive_int(dim, "dim")
     n_samples = check_positive_int(n_samples, "n_samples")
     batch_size = check_positive_int(batch_size, "batch_size")
+    confidence = check_probability(confidence, "confidence")
     if not callable(verifier):
         raise TypeError(f"verifier must be callable, got {type(verifier).__name__}")
     sigma = float(sigma)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from .._validation import check_positive_int, check_probability
+
 __all__ = ["TestStatistic", "binned_ks_test", "binned_chisquare_test", "joint_chisquare_test",
            "binomial_test", "clopper_pearson", "energy_test", "holm", "coarse_counts"]
 
@@ -168,14 +170,30 @@ def binomial_test(k: int, n: int, p: float) -> TestStatistic:
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.999):
-    """Exact (Clopper-Pearson) two-sided confidence interval for a binomial proportion.
+    """Exact (Clopper-Pearson) two-sided confidence interval for a binomial proportion ``k / n``.
 
+    Parameters
+    ----------
+    k, n : int
+        Successes and trials, ``0 <= k <= n``.
+    level : float
+        Confidence level in ``(0, 1)``.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``; ``(0, 1)`` when ``n = 0``.
+
+    Notes
+    -----
     ``[B(a/2; k, n - k + 1), B(1 - a/2; k + 1, n - k)]`` with ``B`` the beta quantile and
-    ``a = 1 - level``.
+    ``a = 1 - level``; the ends are 0 and 1 when ``k = 0`` and ``k = n``.
     """
+    n = check_positive_int(n, "n", minimum=0)
+    k = check_positive_int(k, "k", minimum=0, maximum=n)
+    a = 1.0 - check_probability(level, "level")
     if n == 0:
         return (0.0, 1.0)
-    a = 1.0 - level
     lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
     return (lo, hi)
