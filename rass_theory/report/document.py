@@ -24,8 +24,14 @@ class Heading:
 
 
 @dataclass(frozen=True)
-class Paragraph:
+class _TextBlock:
+    """A block whose content is one string, ``text``."""
+
     text: str
+
+
+class Paragraph(_TextBlock):
+    """Running text; ```code``` and ``[text](url)`` are its only inline forms."""
 
 
 @dataclass(frozen=True)
@@ -51,16 +57,14 @@ class BulletList:
     items: tuple
 
 
-@dataclass(frozen=True)
-class CodeBlock:
-    text: str
+class CodeBlock(_TextBlock):
+    """Preformatted text, shown verbatim."""
 
 
 @dataclass(frozen=True)
-class Note:
+class Note(_TextBlock):
     """A highlighted remark; ``kind`` is ``"info"``, ``"unavailable"`` or ``"fail"``."""
 
-    text: str
     kind: str = "info"
 
 
