@@ -28,8 +28,8 @@ _LAZY_ATTRIBUTES = {
     "optimal_rank_weights": "rass_theory.optimize.rank_weights",
     "optimal_list_rule": "rass_theory.optimize.list_rule",
     "optimal_weights_table": "rass_theory.optimize.rank_weights",
-    "check_exactness": "rass_theory.stats.harness",
-    "certify": "rass_theory.stats.harness",
+    "check_exactness": "rass_theory.scale.check",
+    "certify": "rass_theory.scale.check",
 }
 _LAZY_SUBMODULES = {
     "exact", "optimize", "verifiers", "mutants", "stats", "diffusion", "plot", "scale", "frame",

@@ -27,8 +27,6 @@ for i, layer in enumerate(LAYERS):
 
 #: upward edges that exist today, each with the reason; the set may only shrink
 KNOWN_UPWARD = {
-    ("stats", "scale"): "check_exactness(backend='dask') dispatch in stats/harness.py",
-    ("stats", "torch"): "check_exactness(backend='torch') dispatch in stats/harness.py",
     ("models", "diffusion"): "models/exactness.py runs diffusion sampling",
 }
 

@@ -156,7 +156,7 @@ def check(target, K, delta, dim, expected_acceptance, checkpoint, progress, n_sa
     """
     from rich.console import Console
 
-    from ..stats.harness import check_exactness
+    from ..scale.check import check_exactness
 
     verifier = load_verifier(target, mode)
     kw = _harness_kwargs(_n_samples(n_samples), alpha, seed, backend, device, chunk_size, sigma, dtypes)
@@ -183,7 +183,7 @@ def certify(target, K, delta, dim, n_samples, alpha, seed, backend, device, chun
     """Certify TARGET over the grid K x delta x dim (Holm across the whole grid); exit 1 on failure."""
     from rich.console import Console
 
-    from ..stats.certify import certify as run_certify
+    from ..scale.check import certify as run_certify
 
     verifier = load_verifier(target, mode)
     Ks = _parse_list(K, int, "--K")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-__all__ = ["run_chunks_dask", "run_one_chunk", "INNER_BACKENDS"]
+__all__ = ["run_chunks_dask", "run_one_chunk", "dask_chunk_stream", "INNER_BACKENDS"]
 
 #: Chunk runners a worker can use.
 INNER_BACKENDS = ("numpy", "torch")
@@ -143,3 +143,13 @@ def _stream(verifier, node, specs, address, n_workers, inner, device, processes,
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def dask_chunk_stream(verifier, node, specs, cfg):
+    """The Dask chunk stream of the harness (what ``rt.check_exactness(..., backend="dask")`` runs):
+    :func:`run_chunks_dask` once with the pending specs and ``cfg.backend_options`` (``cfg.device``,
+    when given, is the default ``device``)."""
+    options = dict(cfg.backend_options)
+    if cfg.device is not None:
+        options.setdefault("device", cfg.device)
+    yield from run_chunks_dask(verifier, node, list(specs), **options)

@@ -1,11 +1,15 @@
 """Streaming, mergeable exactness statistics and the exactness harness.
 
-Public entry points (re-exported lazily by :mod:`rass_theory`):
+Entry points:
 
 * :func:`check_exactness` -- is a verifier exact?  A report with stated power (with no ``K`` and
   ``delta``: the default grid, one Holm family).
 * :func:`certify` -- the same over a grid of nodes with the family-wise error held across it.
 * :class:`ExactnessReport`, :class:`ExactnessCounts` -- the result and its mergeable statistics.
+
+The public ``rt.check_exactness`` / ``rt.certify`` are :mod:`rass_theory.scale.check`, which picks
+the chunk runner of ``backend`` (NumPy, torch, Dask) and calls the harness here; the names here
+run ``backend="numpy"`` unless given a ``chunk_stream`` (this package imports no backend above it).
 
 Modules: ``node`` (heterogeneous per-row nodes, seeds, chunk plan), ``rowstats`` (a chunk's
 statistics in each row's standardised frame), ``streaming`` (mergeable counts), ``tests``

@@ -24,6 +24,7 @@ the run passes when none is rejected and the contract held on every row.
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import numbers
 import os
@@ -386,22 +387,40 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> Exactness
                             checker.violations, checker.messages, spec.keep, calls[-1:])
 
 
-def _chunk_stream(verifier, node, specs, cfg: HarnessConfig):
-    if cfg.backend == "numpy":
-        for spec in specs:
-            yield run_chunk_numpy(verifier, node, spec)
-    elif cfg.backend == "torch":
-        from rass_theory.torch.harness import run_chunk_torch
+def numpy_chunk_stream(verifier, node, specs, cfg: HarnessConfig):
+    """The NumPy chunk stream: :func:`run_chunk_numpy` on every spec, in order.
 
-        for spec in specs:
-            yield run_chunk_torch(verifier, node, spec, cfg.device)
-    else:
-        from rass_theory.scale.dask_backend import run_chunks_dask
+    A chunk stream is ``(verifier, node, specs, cfg) -> iterator of ExactnessCounts``, one per
+    spec in spec order.  The torch and Dask streams live above this package
+    (:func:`rass_theory.torch.harness.torch_chunk_stream`,
+    :func:`rass_theory.scale.dask_backend.dask_chunk_stream`) and are picked by backend name in
+    :mod:`rass_theory.scale.check` (``rt.check_exactness``), which hands them down here.
+    """
+    for spec in specs:
+        yield run_chunk_numpy(verifier, node, spec)
 
-        options = dict(cfg.backend_options)
-        if cfg.device is not None:
-            options.setdefault("device", cfg.device)
-        yield from run_chunks_dask(verifier, node, list(specs), **options)
+
+#: the chunk stream of the running :func:`certify` call (``stats/certify.py`` calls
+#: :func:`collect_counts` without one)
+_CHUNK_STREAM = contextvars.ContextVar("rass_theory_chunk_stream", default=None)
+
+
+def resolve_chunk_stream(cfg: HarnessConfig, chunk_stream=None):
+    """``chunk_stream`` if given (else the one of the enclosing :func:`certify` call), else the
+    NumPy stream; a ``"torch"``/``"dask"`` config needs its stream from
+    :mod:`rass_theory.scale.check` (this package does not import those backends)."""
+    if chunk_stream is None:
+        chunk_stream = _CHUNK_STREAM.get()
+    if chunk_stream is not None:
+        if not callable(chunk_stream):
+            raise TypeError(f"chunk_stream must be callable (verifier, node, specs, cfg), "
+                            f"got {type(chunk_stream).__name__}")
+        return chunk_stream
+    if cfg.backend != "numpy":
+        raise ValueError(f"backend={cfg.backend!r} runs through rass_theory.check_exactness / rass_theory.certify "
+                         f"(rass_theory.scale.check), which supplies its chunk runner; rass_theory.stats runs "
+                         f"backend='numpy' only")
+    return numpy_chunk_stream
 
 
 def run_plan(cfg: HarnessConfig, start: int = 0) -> list:
@@ -413,13 +432,16 @@ def run_plan(cfg: HarnessConfig, start: int = 0) -> list:
     return specs[start:]
 
 
-def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = None):
+def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = None, chunk_stream=None):
     """Run (or resume) every chunk of every pass; return ``(counts per pass, first position run here)``.
+
+    ``chunk_stream`` runs the chunks (:func:`resolve_chunk_stream`; default: NumPy).
 
     With ``cfg.checkpoint`` set, the merged counts are saved atomically every
     ``cfg.checkpoint_every`` chunks, at the end, and when the loop is interrupted by any exception
     (``KeyboardInterrupt`` included), which is then re-raised.
     """
+    chunk_stream = resolve_chunk_stream(cfg, chunk_stream)
     node = node or build_node(cfg)
     total = len(cfg.dtypes) * n_chunks_of(cfg.n_samples, cfg.chunk_size)
     fingerprint = cfg.fingerprint()
@@ -432,7 +454,7 @@ def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = No
                 return counts, total
     specs = run_plan(cfg, start)
     position, since_save = start, 0
-    stream = _chunk_stream(verifier, node, specs, cfg)
+    stream = chunk_stream(verifier, node, specs, cfg)
     t0 = time.perf_counter()
     try:
         for spec, part in zip(specs, stream):
@@ -663,95 +685,54 @@ def check_exactness(verifier, K=None, delta=None, dim=8, n_samples=DEFAULT_N_SAM
                     expected_acceptance=None, *, sigma=None, chunk_size=DEFAULT_CHUNK_SIZE, n_directions=None,
                     n_bins=DEFAULT_N_BINS, two_sample_size=DEFAULT_TWO_SAMPLE_SIZE, n_permutations=None,
                     false_pass_rate=0.01, backend="numpy", device=None, backend_options=None,
-                    checkpoint=None, checkpoint_every=5, progress=False, dtype=DEFAULT_DTYPES):
-    """Test whether ``verifier`` is exact on heterogeneous synthetic nodes, with stated power.
+                    checkpoint=None, checkpoint_every=5, progress=False, dtype=DEFAULT_DTYPES, chunk_stream=None):
+    """The exactness harness behind ``rt.check_exactness``, with its chunk runner as a parameter.
 
-    Parameters
-    ----------
-    verifier : callable
-        ``verifier(children (n, K, dim), mu_draft (n, dim), mu_target (n, dim), sigma, rng)`` returning
-        an object with ``states``, ``accepted``, ``child_index``.  ``sigma`` is a scalar or an
-        ``(n,)`` array (both are exercised).  Built-in verifiers also provide
-        ``expected_acceptance(K, delta)``.
-    K, delta : optional
-        The cell.  When either is ``None`` (the default) the run is the default grid
-        (``K in {2, 4}`` or the verifier's fixed ``K``, ``delta in {0.5, 1, 2}``) with one Holm
-        family over every test of every cell, and a :class:`~rass_theory.stats.certify.CertifyResult`
-        is returned; otherwise an :class:`ExactnessReport` of the cell.
-    dim : int, default 8
-    n_samples : int, default 200_000
-        Rows per dtype pass of each cell.  Half the rows have the named ``delta``; the rest are
-        spread over ``spread_deltas(delta)`` (:mod:`rass_theory.stats.node`).
-    alpha : float, default 1e-3
-        Family-wise false-fail rate of the run (Holm over all statistical tests).
-    rng : int, SeedSequence, Generator or None, default None
-        Source of the run's seed.  ``None`` draws a fresh seed and prints it to stderr; the
-        report's ``seed`` reproduces the run.
-    expected_acceptance : float or callable, optional
-        Exact acceptance at the named delta (float), or ``(K, delta) -> float`` for every delta
-        group; defaults to ``verifier.expected_acceptance``.  Without one, only the
-        list-coupling bound is tested.
-    sigma : float, optional
-        A fixed kernel scale; default: per-row scales log-uniform on [0.1, 10].
-    dtype : str or sequence of str, default ("float64", "float32")
-        Precision passes; ``"bfloat16"`` needs ``backend="torch"``.  Every pass has its own tests
-        (prefixed ``"float32:"`` etc.).
-    chunk_size, n_directions, n_bins, two_sample_size, n_permutations, false_pass_rate, backend,
-    device, backend_options, checkpoint, checkpoint_every, progress
-        As before: chunking (memory ``O(chunk_size * K * dim)``), test directions (default
-        ``min(2, dim - 1)``), PIT bins, energy-test sample, its permutations, the ``beta`` of the
-        stated power, ``"numpy" | "torch" | "dask"``, the torch device, Dask options, an ``.npz``
-        checkpoint (for the grid, one file per cell: ``<stem>.cell<i><suffix>``), its period and
-        a progress line.
-
-    Returns
-    -------
-    ExactnessReport or CertifyResult
-
-    Notes
-    -----
-    With ``y = (x - mu_draft)/sigma - delta e`` in each row's own frame, an exact rule gives
-    ``y ~ N(0, I)`` (``proofs/P1-rank1-reduction.md``).  Tested: ``t = <e, y>``, ``||z_perp||^2``,
-    ``<v_j, y>``, ``<w, y>`` by binned KS and chi-square tests; joint histograms of ``(t, r)`` and
-    ``(t, <v_0, y>)``; ``sum t z_perp`` and ``sum (t^2 - 1) z_perp`` against their chi-square laws;
-    32 fixed projections by KS; far-tail counts beyond 4 and 5 sd by exact binomial tests;
-    row-pair rank correlations and near-repeats within a call; the accepted count of every
-    delta group by exact binomial tests and against ``acceptance_bound(K, delta)``; an energy
-    two-sample test.  Holm keeps the family-wise error at ``alpha`` (``proofs/S1-harness-power.md``).
-    Power: any tested one-dimensional statistic whose pooled law is at KS distance
-    ``>= eps = sqrt(log(2m/alpha)/(2n)) + sqrt(log(2/beta)/(2n)) + 1/n_bins`` from its null is
-    rejected with probability ``>= 1 - beta`` (:func:`rass_theory.stats.power.detectable_ks_distance`);
-    this covers the pooled laws only, not a defect confined to a share of rows, which is diluted
-    by that share.
+    The public entry is :func:`rass_theory.scale.check.check_exactness` (``rt.check_exactness``),
+    whose docstring gives the parameters, the result and the tests: it picks the chunk stream of
+    ``backend`` and calls this function.  Called directly (``chunk_stream=None``) this runs
+    ``backend="numpy"``; ``backend="torch"`` or ``"dask"`` needs the backend's ``chunk_stream``
+    (``(verifier, node, specs, cfg) -> iterator of ExactnessCounts``, see
+    :func:`resolve_chunk_stream`) and raises ``ValueError`` without one.  The arguments are
+    validated (with the same errors) before the chunk stream is looked at.
     """
     if K is None or delta is None:
-        from .certify import certify as _certify, default_cells
+        from .certify import default_cells
 
         cells = default_cells(verifier, K=K, delta=delta, dim=dim)
-        return _certify(verifier, cells, n_samples=n_samples, alpha=alpha, rng=rng,
-                        expected_acceptance=expected_acceptance, sigma=sigma, chunk_size=chunk_size,
-                        n_directions=n_directions, n_bins=n_bins, two_sample_size=two_sample_size,
-                        n_permutations=n_permutations, false_pass_rate=false_pass_rate, backend=backend,
-                        device=device, backend_options=backend_options, checkpoint=checkpoint,
-                        checkpoint_every=checkpoint_every, progress=progress, dtype=dtype, show=False)
+        return certify(verifier, cells, n_samples=n_samples, alpha=alpha, rng=rng,
+                       expected_acceptance=expected_acceptance, sigma=sigma, chunk_size=chunk_size,
+                       n_directions=n_directions, n_bins=n_bins, two_sample_size=two_sample_size,
+                       n_permutations=n_permutations, false_pass_rate=false_pass_rate, backend=backend,
+                       device=device, backend_options=backend_options, checkpoint=checkpoint,
+                       checkpoint_every=checkpoint_every, progress=progress, dtype=dtype, show=False,
+                       chunk_stream=chunk_stream)
     t0 = time.perf_counter()
     cfg = _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance, sigma, chunk_size,
                   n_directions, n_bins, two_sample_size, n_permutations, false_pass_rate, backend, device,
                   backend_options, checkpoint, checkpoint_every, progress, dtype)
+    chunk_stream = resolve_chunk_stream(cfg, chunk_stream)
     if rng is None:
         print(f"check_exactness: random seed {cfg.seed} (pass rng={cfg.seed} to reproduce)", file=sys.stderr)
     node = build_node(cfg)
-    counts, start = collect_counts(verifier, cfg, node)
+    counts, start = collect_counts(verifier, cfg, node, chunk_stream)
     raw = raw_tests(counts, node, cfg) + tail_tests(counts, node.dim, node.n_directions)
     reject, p_adj = T.holm([t.pvalue for _, t in raw], cfg.alpha)
     return make_report(counts, node, cfg, raw, p_adj, reject, time.perf_counter() - t0, start)
 
 
-def certify(verifier, cells=None, **kwargs):
+def certify(verifier, cells=None, *, chunk_stream=None, **kwargs):
     """Run :func:`check_exactness` over a grid with the family-wise error held across it.
 
-    See :func:`rass_theory.stats.certify.certify`.
+    See :func:`rass_theory.stats.certify.certify`; the public entry, which picks the chunk
+    stream of ``backend``, is :func:`rass_theory.scale.check.certify` (``rt.certify``).
+    ``chunk_stream`` as for :func:`check_exactness` (``None``: NumPy); it is in effect for every
+    :func:`collect_counts` of this call without an explicit stream.
     """
     from .certify import certify as _certify
 
-    return _certify(verifier, cells, **kwargs)
+    token = _CHUNK_STREAM.set(chunk_stream)
+    try:
+        return _certify(verifier, cells, **kwargs)
+    finally:
+        _CHUNK_STREAM.reset(token)

@@ -3,8 +3,8 @@
 ``rass_theory.torch.verifiers.rmc() / .dgrs() / .rass(...) / .threshold(...) / .resample()`` follow
 the verifier contract of ``docs/ARCHITECTURE.md`` on tensors and a ``torch.Generator``; dtype and device
 follow the inputs.  ``run_chunk_torch`` is the harness backend behind
-``rt.check_exactness(..., backend="torch", device=...)``.  Importing this package imports torch;
-``import rass_theory`` alone does not.
+``rt.check_exactness(..., backend="torch", device=...)`` (picked by :mod:`rass_theory.scale.check`).
+Importing this package imports torch; ``import rass_theory`` alone does not.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ import torch
 from ..stats.node import sub_seed
 from ..stats.streaming import ExactnessCounts
 
-__all__ = ["run_chunk_torch", "resolve_device", "torch_seed", "TORCH_DTYPES"]
+__all__ = ["run_chunk_torch", "torch_chunk_stream", "resolve_device", "torch_seed", "TORCH_DTYPES"]
 
 TORCH_DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -146,3 +146,12 @@ def run_chunk_torch(verifier, node, spec, device=None) -> ExactnessCounts:
     frame = node.frame(host["md"], host["mt"], host["sig"], _fallback_e(rows, node))
     return counts_from_rows(node, frame, checker.states, checker.valid, checker.accepted, rows.group,
                             checker.violations, checker.messages, spec.keep, calls[-1:])
+
+
+def torch_chunk_stream(verifier, node, specs, cfg):
+    """The torch chunk stream of the harness: :func:`run_chunk_torch` on ``cfg.device`` for every
+    spec, in order (what ``rt.check_exactness(..., backend="torch")`` runs; picked by
+    :mod:`rass_theory.scale.check`, the stream protocol is
+    :func:`rass_theory.stats.harness.numpy_chunk_stream`'s)."""
+    for spec in specs:
+        yield run_chunk_torch(verifier, node, spec, cfg.device)

@@ -196,3 +196,40 @@ class TestContract:
     def test_interrupt_propagates(self):
         with pytest.raises(KeyboardInterrupt):
             rt.check_exactness(Named(resample, interrupt_at=1), **SMALL)
+
+
+class TestBackendDispatch:
+    """``rt.check_exactness`` / ``rt.certify`` (``rass_theory.scale.check``) pick the chunk runner of
+    ``backend``; the stats harness imports no backend above it and runs NumPy unless handed one."""
+
+    def test_public_names_are_the_dispatcher(self):
+        from rass_theory.scale import check
+
+        assert rt.check_exactness is check.check_exactness and rt.certify is check.certify
+        assert check.chunk_stream("numpy") is None and check.chunk_stream("cuda") is None
+        assert check.chunk_stream("torch") is not None and check.chunk_stream("dask") is not None
+
+    @pytest.mark.parametrize("backend", ["torch", "dask"])
+    def test_stats_harness_alone_runs_numpy_only(self, backend):
+        from rass_theory.stats import harness
+
+        with pytest.raises(ValueError, match=r"rass_theory\.scale\.check"):
+            harness.check_exactness(resample, **{**SMALL, "backend": backend})
+        with pytest.raises(ValueError, match=r"rass_theory\.scale\.check"):
+            harness.certify(resample, [(4, 0.5, 8)], show=False, rng=1, n_samples=2000, backend=backend)
+
+    def test_an_explicit_chunk_stream_is_used(self):
+        from rass_theory.stats import harness
+
+        seen = []
+
+        def stream(verifier, node, specs, cfg):
+            for spec in specs:
+                seen.append(spec.index)
+                yield run_chunk_numpy(verifier, node, spec)
+
+        kw = {**SMALL, "dtype": "float64"}
+        rep = harness.check_exactness(resample, **kw, chunk_stream=stream)
+        assert seen == [0, 1] and rep.counts.equal(rt.check_exactness(resample, **kw).counts)
+        with pytest.raises(TypeError, match="chunk_stream must be callable"):
+            harness.check_exactness(resample, **kw, chunk_stream=3)

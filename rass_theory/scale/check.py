@@ -1,0 +1,125 @@
+"""The public exactness entry points ``rt.check_exactness`` and ``rt.certify``: backend dispatch.
+
+The harness itself (configuration, NumPy chunk runner, merging, checkpoints, every test) is
+:mod:`rass_theory.stats.harness` / :mod:`rass_theory.stats.certify`; the torch and Dask chunk
+runners are :mod:`rass_theory.torch.harness` and :mod:`rass_theory.scale.dask_backend`, which
+import ``stats``.  This module sits on their layer (``scale`` may import ``torch``, ``torch``
+imports no ``scale``): it picks the chunk stream of ``backend`` and hands it down to the stats
+harness, so ``stats`` never imports a backend above it (``tests/test_layering.py``).  The
+backends are imported when their stream first runs: ``import rass_theory.scale.check`` loads
+neither torch nor dask.
+"""
+from __future__ import annotations
+
+from ..stats import harness as _harness
+from ..stats.harness import DEFAULT_CHUNK_SIZE, DEFAULT_DTYPES, DEFAULT_N_BINS, DEFAULT_N_SAMPLES, \
+    DEFAULT_TWO_SAMPLE_SIZE
+
+__all__ = ["check_exactness", "certify", "chunk_stream"]
+
+
+def _torch_stream(verifier, node, specs, cfg):
+    from ..torch.harness import torch_chunk_stream
+
+    yield from torch_chunk_stream(verifier, node, specs, cfg)
+
+
+def _dask_stream(verifier, node, specs, cfg):
+    from .dask_backend import dask_chunk_stream
+
+    yield from dask_chunk_stream(verifier, node, specs, cfg)
+
+
+def chunk_stream(backend):
+    """The chunk stream of ``backend``: ``None`` for ``"numpy"`` (the stats harness's own) and for
+    any name that is not a backend (the harness then raises its ``backend must be one of ...``
+    error), the torch or Dask stream otherwise."""
+    if isinstance(backend, str):
+        if backend == "torch":
+            return _torch_stream
+        if backend == "dask":
+            return _dask_stream
+    return None
+
+
+def check_exactness(verifier, K=None, delta=None, dim=8, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rng=None,
+                    expected_acceptance=None, *, sigma=None, chunk_size=DEFAULT_CHUNK_SIZE, n_directions=None,
+                    n_bins=DEFAULT_N_BINS, two_sample_size=DEFAULT_TWO_SAMPLE_SIZE, n_permutations=None,
+                    false_pass_rate=0.01, backend="numpy", device=None, backend_options=None,
+                    checkpoint=None, checkpoint_every=5, progress=False, dtype=DEFAULT_DTYPES):
+    """Test whether ``verifier`` is exact on heterogeneous synthetic nodes, with stated power.
+
+    Parameters
+    ----------
+    verifier : callable
+        ``verifier(children (n, K, dim), mu_draft (n, dim), mu_target (n, dim), sigma, rng)`` returning
+        an object with ``states``, ``accepted``, ``child_index``.  ``sigma`` is a scalar or an
+        ``(n,)`` array (both are exercised).  Built-in verifiers also provide
+        ``expected_acceptance(K, delta)``.
+    K, delta : optional
+        The cell.  When either is ``None`` (the default) the run is the default grid
+        (``K in {2, 4}`` or the verifier's fixed ``K``, ``delta in {0.5, 1, 2}``) with one Holm
+        family over every test of every cell, and a :class:`~rass_theory.stats.certify.CertifyResult`
+        is returned; otherwise an :class:`~rass_theory.stats.report.ExactnessReport` of the cell.
+    dim : int, default 8
+    n_samples : int, default 200_000
+        Rows per dtype pass of each cell.  Half the rows have the named ``delta``; the rest are
+        spread over ``spread_deltas(delta)`` (:mod:`rass_theory.stats.node`).
+    alpha : float, default 1e-3
+        Family-wise false-fail rate of the run (Holm over all statistical tests).
+    rng : int, SeedSequence, Generator or None, default None
+        Source of the run's seed.  ``None`` draws a fresh seed and prints it to stderr; the
+        report's ``seed`` reproduces the run.
+    expected_acceptance : float or callable, optional
+        Exact acceptance at the named delta (float), or ``(K, delta) -> float`` for every delta
+        group; defaults to ``verifier.expected_acceptance``.  Without one, only the
+        list-coupling bound is tested.
+    sigma : float, optional
+        A fixed kernel scale; default: per-row scales log-uniform on [0.1, 10].
+    dtype : str or sequence of str, default ("float64", "float32")
+        Precision passes; ``"bfloat16"`` needs ``backend="torch"``.  Every pass has its own tests
+        (prefixed ``"float32:"`` etc.).
+    chunk_size, n_directions, n_bins, two_sample_size, n_permutations, false_pass_rate, backend,
+    device, backend_options, checkpoint, checkpoint_every, progress
+        As before: chunking (memory ``O(chunk_size * K * dim)``), test directions (default
+        ``min(2, dim - 1)``), PIT bins, energy-test sample, its permutations, the ``beta`` of the
+        stated power, ``"numpy" | "torch" | "dask"`` (the chunk runner: NumPy, torch on ``device``,
+        or Dask with ``backend_options``), the torch device, Dask options, an ``.npz``
+        checkpoint (for the grid, one file per cell: ``<stem>.cell<i><suffix>``), its period and
+        a progress line.
+
+    Returns
+    -------
+    ExactnessReport or CertifyResult
+
+    Notes
+    -----
+    With ``y = (x - mu_draft)/sigma - delta e`` in each row's own frame, an exact rule gives
+    ``y ~ N(0, I)`` (``proofs/P1-rank1-reduction.md``).  Tested: ``t = <e, y>``, ``||z_perp||^2``,
+    ``<v_j, y>``, ``<w, y>`` by binned KS and chi-square tests; joint histograms of ``(t, r)`` and
+    ``(t, <v_0, y>)``; ``sum t z_perp`` and ``sum (t^2 - 1) z_perp`` against their chi-square laws;
+    32 fixed projections by KS; far-tail counts beyond 4 and 5 sd by exact binomial tests;
+    row-pair rank correlations and near-repeats within a call; the accepted count of every
+    delta group by exact binomial tests and against ``acceptance_bound(K, delta)``; an energy
+    two-sample test.  Holm keeps the family-wise error at ``alpha`` (``proofs/S1-harness-power.md``).
+    Power: any tested one-dimensional statistic whose pooled law is at KS distance
+    ``>= eps = sqrt(log(2m/alpha)/(2n)) + sqrt(log(2/beta)/(2n)) + 1/n_bins`` from its null is
+    rejected with probability ``>= 1 - beta`` (:func:`rass_theory.stats.power.detectable_ks_distance`);
+    this covers the pooled laws only, not a defect confined to a share of rows, which is diluted
+    by that share.
+    """
+    return _harness.check_exactness(
+        verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance, sigma=sigma, chunk_size=chunk_size,
+        n_directions=n_directions, n_bins=n_bins, two_sample_size=two_sample_size, n_permutations=n_permutations,
+        false_pass_rate=false_pass_rate, backend=backend, device=device, backend_options=backend_options,
+        checkpoint=checkpoint, checkpoint_every=checkpoint_every, progress=progress, dtype=dtype,
+        chunk_stream=chunk_stream(backend))
+
+
+def certify(verifier, cells=None, **kwargs):
+    """Run :func:`check_exactness` over a grid with the family-wise error held across it.
+
+    See :func:`rass_theory.stats.certify.certify` for the parameters; ``backend`` (default
+    ``"numpy"``) picks the chunk runner of every cell, as for :func:`check_exactness`.
+    """
+    return _harness.certify(verifier, cells, chunk_stream=chunk_stream(kwargs.get("backend", "numpy")), **kwargs)
