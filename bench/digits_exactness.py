@@ -32,7 +32,7 @@ from rass_theory.plot.exactness import derive_seed
 
 def greedy_nearest(children, mu_draft, mu_target, sigma, rng):
     """Known-wrong control: always commit the child nearest to the target mean."""
-    from rass_theory.torch._core import TorchVerifierResult
+    from rass_theory.verifiers._tensors import TorchVerifierResult
 
     n = children.shape[0]
     idx = ((children - mu_target[:, None, :]) ** 2).sum(dim=2).argmin(dim=1)

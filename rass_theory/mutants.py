@@ -26,46 +26,54 @@ True
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtri
+from dataclasses import replace
 
 from ._validation import check_K
 from .verifiers._base import BuiltinVerifier
-from .verifiers._core import draw_uniforms, finish, prepare
-from .verifiers._residual import draw_dgrs_final_residual, draw_rass_residual
+from .verifiers._core import finish, prepare
 from .verifiers._result import VerifierResult
-from .verifiers._weights import resolve_weights
-from .verifiers.rass import select_rank
+from .verifiers._weights import batch_weights, optimal_single
+from .verifiers.kernels import (accept, dgrs_kernel, draw_rank, laws, log_target_ratio, rank_kernel,
+                                rank_pieces, target_ratio)
 
-__all__ = ["MUTANTS", "MUTANT_CATCHES", "all_mutants", "MutantVerifier", "round_bfloat16"]
+__all__ = ["MUTANTS", "MUTANT_CATCHES", "BACKENDS", "all_mutants", "MutantVerifier", "round_bfloat16"]
 
 #: name -> factory(K) returning the mutant verifier.
 MUTANTS: dict = {}
 #: name -> the statistic(s) expected to expose it.
 MUTANT_CATCHES: dict = {}
+#: name -> the back ends the mutant runs on (``("numpy", "torch")`` when it is built from the
+#: shared kernels of :mod:`rass_theory.verifiers.kernels` with one piece swapped).
+BACKENDS: dict = {}
 _MIN_K: dict = {}
+_BOTH = ("numpy", "torch")
 
 
-def _register(name: str, catches: str, min_K: int = 1):
+def _register(name: str, catches: str, min_K: int = 1, backends: tuple = _BOTH):
     def decorator(factory):
         MUTANTS[name] = factory
         MUTANT_CATCHES[name] = catches
+        BACKENDS[name] = backends
         _MIN_K[name] = min_K
         factory.mutant_name = name
         factory.catches = catches
         factory.min_K = min_K
+        factory.backends = backends
         return factory
 
     return decorator
 
 
-def all_mutants(K: int = 4) -> dict:
-    """Instantiate every mutant that applies to nodes with ``K`` children.
+def all_mutants(K: int = 4, backend: str = "numpy") -> dict:
+    """Instantiate every mutant that applies to nodes with ``K`` children on ``backend``.
 
     Parameters
     ----------
     K : int, default 4
         Children per node.  Mutants whose bug needs several children (e.g. the D-GRS ordering
         bugs) are left out for smaller ``K``, where they would coincide with an exact rule.
+    backend : {"numpy", "torch"}
+        Keep the mutants that run on this back end (:data:`BACKENDS`).
 
     Returns
     -------
@@ -73,7 +81,10 @@ def all_mutants(K: int = 4) -> dict:
         ``name -> verifier`` in catalogue order.
     """
     K = check_K(K)
-    return {name: factory(K) for name, factory in MUTANTS.items() if K >= _MIN_K[name]}
+    if backend not in _BOTH:
+        raise ValueError(f"backend must be one of {_BOTH}, got {backend!r}")
+    return {name: factory(K) for name, factory in MUTANTS.items()
+            if K >= _MIN_K[name] and backend in BACKENDS[name]}
 
 
 class MutantVerifier(BuiltinVerifier):
@@ -95,7 +106,7 @@ class MutantVerifier(BuiltinVerifier):
         return f"MutantVerifier({self.name!r}, K={self.K_hint})"
 
     def expected_acceptance(self, K: int, delta: float):
-        from .exact.acceptance import acceptance
+        from .optimize.dispatch import acceptance
 
         if self.imitates is None:  # the author declares nothing
             return None
@@ -111,129 +122,167 @@ class MutantVerifier(BuiltinVerifier):
 # building blocks
 
 
-def _log_rmc_ratio(delta, s):
-    """``log f(s)/phi(s) = s delta - delta^2/2``."""
-    return s * delta - 0.5 * delta * delta
+def _zero(batch, s):
+    """``log(g/phi) = 0``: the draft density in place of the selected law."""
+    return s * 0.0
 
 
-def _single_draft_residual(delta, u):
-    """Inverse-CDF draw from ``(f - phi)_+ / TV``: the K = 1 residual."""
-    return draw_rass_residual(np.ones(1), delta, u)
+def _select_piece(kind: str, weights):
+    """The selection piece: ``"sorted"`` (RASS), ``"drafting"`` (rank used as a drafting index), ``"top"``."""
+    if kind == "drafting":
+        return lambda batch, u: draw_rank(batch.nx, weights, u)
+    if kind == "top":
+        return lambda batch, u: batch.nx.argsort(batch.s, 1)[:, -1]
+    return rank_pieces(weights).select
 
 
-def _rank_rule(*, select="sorted", w_select=None, w_correct=None, ratio="g", residual="g",
-               orth="selected", residual_round=None, claim_child=False, delta_used="row", ratio_scale=None,
+def _residual_piece(kind: str, weights, cache: dict):
+    """The residual piece (see :func:`_rank_rule`); rows ``None`` means every row."""
+    exact = rank_pieces(weights).residual
+
+    def rows_of(batch, rows, u):
+        d = batch.delta_safe
+        return (d, u) if rows is None else (d[rows], u[rows])
+
+    def residual(batch, rows, u):
+        nx = batch.nx
+        if kind == "single":
+            return laws(nx).single_draft_residual(*rows_of(batch, rows, u))
+        if kind == "target":
+            d, uu = rows_of(batch, rows, u)
+            return d + nx.ndtri(uu * (1 - 2.0 ** -40) + 2.0 ** -41)
+        if kind == "cached":                    # the first call's first row, cached under K
+            d0 = cache.setdefault(batch.K, float(batch.delta_safe[0]))
+            d, uu = rows_of(batch, rows, u)
+            w0 = nx.constant(np.array(optimal_single(batch.K, d0)), batch.s)
+            return laws(nx).rank_residual(w0, d * 0.0 + d0, uu)
+        if kind == "coarse32" and nx.is_float32(batch.children):
+            u = (u * 256 // 1 + 0.5) / 256      # a 256-entry table, nearest entry
+        if kind == "truncated4":
+            return _truncated_residual(batch, rows, u, weights)
+        return exact(batch, rows, u)
+
+    return residual
+
+
+def _truncated_residual(batch, rows, u, weights):
+    """Residual draws with ``|s' - delta| > 4`` redrawn (NumPy only)."""
+    exact = rank_pieces(weights).residual
+    new_s = np.asarray(exact(batch, rows, u), dtype=np.float64)
+    d = batch.delta_safe[rows]
+    out = np.flatnonzero(np.abs(new_s - d) > 4.0)
+    while out.size:
+        w = weights[rows[out]] if weights.ndim == 2 else weights
+        new_s[out] = laws(batch.nx).rank_residual(np.ascontiguousarray(w), d[out], batch.rng.random(out.size))
+        out = out[np.abs(new_s[out] - d[out]) > 4.0]
+    return new_s
+
+
+def _rounded(residual, rounding):
+    def piece(batch, rows, u):
+        return rounding(batch.nx, residual(batch, rows, u))
+
+    return piece
+
+
+def _bfloat16(nx, x):
+    """``x`` rounded to bfloat16 (8 significant bits), in float64."""
+    if nx.name == "torch":
+        return x.to(__import__("torch").bfloat16).to(x.dtype)
+    return round_bfloat16(x)
+
+
+def _orthogonal_piece(kind: str):
+    """The orthogonal piece: ``"selected"``, ``"zero"``, ``"unprojected"`` (both back ends) or a
+    NumPy-only variant of :func:`_orth_variant`."""
+    if kind == "selected":
+        return None
+    if kind == "zero":
+        return lambda batch, rows: batch.direction * 0.0 if rows is None else batch.direction[rows] * 0.0
+    if kind == "unprojected":
+        def fresh(batch, rows):
+            r = batch.n if rows is None else batch.nx.size(rows)
+            return batch.nx.normal(batch.rng, (r, batch.d), batch.s)
+        return fresh
+    return kind                                  # resolved per call by _orth_variant
+
+
+def _claimed_finish(batch, chosen, accepted, new_s, rows, z_perp):
+    """The rebuild, then every row reported accepted with the selected child's index."""
+    res = finish(batch, chosen, accepted, new_s, rows, z_perp)
+    return batch.result(res.states, accepted | ~accepted, chosen)
+
+
+def _written_back_finish(batch, chosen, accepted, new_s, rows, z_perp):
+    """The rebuild, written into ``children`` in place, every row reported accepted."""
+    res = finish(batch, chosen, accepted, new_s, rows, z_perp)
+    nx, ar = batch.nx, batch.nx.arange(batch.n, batch.s)
+    batch.children[ar, chosen] = nx.where(accepted[:, None], batch.children[ar, chosen], res.states)
+    return batch.result(res.states, accepted | ~accepted, chosen)
+
+
+def _rank_rule(*, select="sorted", w_correct=None, ratio="g", residual="g", orth="selected",
+               residual_round=None, claim_child=False, delta_used="row", ratio_scale=None,
                write_back=False):
-    """Return a RASS-like rule with the given pieces (``None`` weights mean optimal).
+    """Return a RASS-like rule: the RASS kernel with the named pieces swapped (optimal weights).
 
-    ``delta_used="row0"`` uses row 0's delta for every row; ``ratio_scale="sigma"`` evaluates the
-    ratio at ``sigma * s`` (the projection not divided by ``sigma``); ``residual`` may also be
-    ``"cached"`` (the residual law of the first call's first row, cached per ``K``),
-    ``"coarse32"`` (a 256-entry nearest-entry table on float32 inputs) or ``"truncated4"``
-    (draws beyond 4 of the residual's target sd redrawn); ``orth`` may be ``"box_muller"``,
-    ``"roll"`` or ``"sign_tied"``; ``write_back`` writes corrections into ``children``.
+    ``select``: ``"sorted"``, ``"drafting"`` or ``"top"``; ``w_correct``: the weights of the
+    ratio and the residual as a function of the selection weights; ``ratio``: ``"g"``,
+    ``"phi"`` (the draft density) or ``"one"`` (always accept); ``residual``: ``"g"``,
+    ``"single"``, ``"target"``, ``"cached"`` (the first call's first row, cached per ``K``),
+    ``"coarse32"`` (a 256-entry table on float32 inputs) or ``"truncated4"`` (NumPy); ``orth``:
+    see :func:`_orthogonal_piece`; ``delta_used="row0"`` reads row 0's delta for every row;
+    ``ratio_scale="sigma"`` evaluates the ratio at ``sigma s``; ``claim_child`` and
+    ``write_back`` swap the rebuild.  Every option but the NumPy-only ones named there runs on
+    both back ends.
     """
-    from .exact import batch as eb
-
     cache = {}
 
     def rule(children, mu_draft, mu_target, sigma, rng):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        n, K = batch.n, batch.K
-        u = draw_uniforms(batch, 3)
-        delta = batch.delta.astype(np.float64)
         if delta_used == "row0":
-            delta = np.full_like(delta, delta[0])
-        accepted = batch.degenerate.copy()
-        chosen = np.zeros(n, dtype=np.int64)
-        live = np.flatnonzero(~accepted)
-        if live.size == 0:
-            return finish(batch, chosen, accepted, np.empty(0))
-        d, s = delta[live], batch.s[live]
-        ws = resolve_weights("optimal" if w_select is None else w_select(K), K, d)
-        wc = ws if w_correct is None else np.ascontiguousarray(w_correct(K, ws))  # reversed valid weights
-        if select == "sorted":
-            child, _ = select_rank(s, ws, u[live, 0])
-        elif select == "drafting":
-            cumulative = np.cumsum(ws, axis=-1)[..., : K - 1]
-            child = (u[live, 0][:, None] >= cumulative).sum(axis=1)
-        elif select == "top":
-            child = np.argmax(s, axis=1)
-        else:  # pragma: no cover - programming error
-            raise AssertionError(select)
-        s_sel = s[np.arange(live.size), child]
+            first = batch.nx.zeros_index(batch.n, batch.s)
+            batch = replace(batch, delta=batch.delta[first], degenerate=batch.degenerate[first])
+        u = batch.uniform(batch.n, 3)
+        ws = batch_weights("optimal", batch)
+        wc = ws if w_correct is None else w_correct(ws)
+        pieces = rank_pieces(wc).replace(select=_select_piece(select, ws),
+                                          residual=_residual_piece(residual, wc, cache))
+        if ratio in ("phi", "one"):
+            pieces = pieces.replace(log_selected_ratio=_zero)
+        if ratio == "one":
+            pieces = pieces.replace(log_target_ratio=_zero)
         if ratio_scale == "sigma":
-            s_sel = s_sel * batch.frame.sigma[live]
-        if ratio == "g":
-            log_ratio = eb.target_logpdf(d, s_sel) - eb.selected_logpdf(wc, d, s_sel)
-        elif ratio == "phi":
-            log_ratio = _log_rmc_ratio(d, s_sel)
-        else:  # "one": always accept
-            log_ratio = np.zeros_like(s_sel)
-        take = np.log(u[live, 1]) < log_ratio
-        chosen[live] = child
-        accepted[live] = take
-        rej = ~take
-        rejected = live[rej]
-        if rejected.size == 0:
-            return finish(batch, chosen, accepted, np.empty(0), rejected)
-        d_rej, u_rej = d[rej], u[rejected, 2]
-        if residual == "g":
-            new_s = draw_rass_residual(wc[rej] if wc.ndim == 2 else wc, d_rej, u_rej)
-        elif residual == "single":
-            new_s = _single_draft_residual(d_rej, u_rej)
-        elif residual == "target":
-            new_s = d_rej + ndtri(u_rej)
-        elif residual == "cached":
-            d0 = cache.setdefault(K, float(d[0]))
-            new_s = draw_rass_residual(resolve_weights("optimal", K, np.array([d0])), np.full_like(d_rej, d0), u_rej)
-        elif residual == "coarse32":
-            if batch.children.dtype == np.float32:
-                u_rej = (np.floor(u_rej * 256) + 0.5) / 256
-            new_s = draw_rass_residual(wc[rej] if wc.ndim == 2 else wc, d_rej, u_rej)
-        elif residual == "truncated4":
-            new_s = np.asarray(draw_rass_residual(wc[rej] if wc.ndim == 2 else wc, d_rej, u_rej), dtype=np.float64)
-            out = np.flatnonzero(np.abs(new_s - d_rej) > 4.0)
-            while out.size:
-                w_out = (wc[rej] if wc.ndim == 2 else np.broadcast_to(wc, (rej.sum(), K)))[out]
-                new_s[out] = draw_rass_residual(np.ascontiguousarray(w_out), d_rej[out], batch.rng.random(out.size))
-                out = out[np.abs(new_s[out] - d_rej[out]) > 4.0]
-        else:  # pragma: no cover
-            raise AssertionError(residual)
-        new_s = np.asarray(new_s, dtype=np.float64)
+            base = pieces.log_selected_ratio
+            pieces = pieces.replace(log_target_ratio=lambda b, s: target_ratio(b, s * b.sigma),
+                                    log_selected_ratio=lambda b, s: base(b, s * b.sigma))
         if residual_round is not None:
-            new_s = residual_round(new_s)
-        z_perp = None
-        e = batch.frame.direction[rejected]
-        if orth == "zero":
-            z_perp = np.zeros_like(e)
-        elif orth == "unprojected":
-            z_perp = batch.rng.standard_normal(e.shape)
-        elif orth in ("box_muller", "roll", "sign_tied"):
-            z_perp = _orth_variant(orth, batch, chosen, rejected, new_s, d_rej, u_rej)
-        res = finish(batch, chosen, accepted, new_s, rejected, z_perp)
-        if write_back:
-            batch.children[rejected, chosen[rejected]] = res.states[rejected]
-            return VerifierResult(res.states, np.ones(n, dtype=bool), chosen.copy())
+            pieces = pieces.replace(residual=_rounded(pieces.residual, residual_round))
+        orth_piece = _orthogonal_piece(orth)
+        if isinstance(orth_piece, str):
+            pieces = pieces.replace(finish=_orth_variant_finish(orth_piece, u[:, 2]))
+        elif orth_piece is not None:
+            pieces = pieces.replace(orthogonal=orth_piece)
         if claim_child:
-            chosen[batch.degenerate] = 0
-            return VerifierResult(res.states, np.ones(n, dtype=bool), chosen)
-        return res
+            pieces = pieces.replace(finish=_claimed_finish)
+        if write_back:
+            pieces = pieces.replace(finish=_written_back_finish)
+        return rank_kernel(batch, u, pieces)
 
     return rule
 
 
-def _selected_zperp(batch, chosen, rows):
+def _selected_zperp(batch, chosen, rows):  # NumPy only
     """``z_perp`` of the chosen child of ``rows`` (standardised, float64)."""
     x = batch.children[rows, chosen[rows]].astype(np.float64)
-    z = (x - batch.frame.mu_draft[rows]) / batch.frame.sigma[rows, None]
-    e = batch.frame.direction[rows]
+    z = (x - batch.mu_draft[rows]) / batch.sigma[rows, None]
+    e = batch.direction[rows]
     return z - np.einsum("nd,nd->n", z, e)[:, None] * e
 
 
-def _orth_variant(kind, batch, chosen, rejected, new_s, d_rej, u_res):
-    """The wrong orthogonal parts of the correction branch (see the factories)."""
-    e = batch.frame.direction[rejected]
+def _orth_variant(kind, batch, chosen, rejected, new_s, u_res):
+    """The NumPy-only wrong orthogonal parts of the correction branch (see the factories)."""
+    e = batch.direction[rejected]
     if kind == "box_muller":
         g = batch.rng.standard_normal(e.shape)
         radius = np.sqrt(-2.0 * np.log(batch.rng.random(rejected.size)))
@@ -246,53 +295,45 @@ def _orth_variant(kind, batch, chosen, rejected, new_s, d_rej, u_res):
     zp = _selected_zperp(batch, chosen, rejected)  # "sign_tied"
     a = np.zeros(e.shape[1])
     a[0] = 1.0
-    side = np.sign(zp @ a) * np.sign(new_s - d_rej)
+    side = np.sign(zp @ a) * np.sign(new_s - batch.delta_safe[rejected])
     return zp * np.where(side == 0, 1.0, side)[:, None]
 
 
+def _orth_variant_finish(kind, u_res):
+    """A rebuild whose orthogonal part is :func:`_orth_variant` (it needs ``chosen`` and ``s'``)."""
+
+    def fin(batch, chosen, accepted, new_s, rows, z_perp):
+        if rows is None or rows.size == 0:
+            return finish(batch, chosen, accepted, new_s, rows, z_perp)
+        return finish(batch, chosen, accepted, new_s, rows,
+                      _orth_variant(kind, batch, chosen, rows, np.asarray(new_s, dtype=np.float64), u_res[rows]))
+
+    return fin
+
+
 def _dgrs_rule(*, order="drafting", levels="recursive"):
-    """Return a D-GRS-like rule: ``order`` of examination, ``levels`` of the residuals."""
-    from .exact import dgrs as ed
+    """Return a D-GRS-like rule: the D-GRS kernel with the examination ``order`` (``"drafting"``
+    or ``"sorted"``) and the residual ``levels`` (``"recursive"``, ``"flat"``: every child
+    against ``f`` and the end from ``(f - phi)_+``, ``"shifted"``: off by one) swapped."""
 
     def rule(children, mu_draft, mu_target, sigma, rng):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        n, K = batch.n, batch.K
-        u = draw_uniforms(batch, K + 1)
-        delta = batch.delta.astype(np.float64)
-        accepted = batch.degenerate.copy()
-        chosen = np.zeros(n, dtype=np.int64)
-        order_idx = np.argsort(batch.s, axis=1) if order == "sorted" else np.broadcast_to(np.arange(K), (n, K))
-        open_rows = np.flatnonzero(~accepted)
-        for k in range(K):
-            if open_rows.size == 0:
-                break
-            child = order_idx[open_rows, k]
-            s_k = batch.s[open_rows, child]
-            d = delta[open_rows]
-            if levels == "recursive":
-                p = ed.batch_accept_prob(k + 1, d, s_k)
-            elif levels == "flat":
-                p = np.exp(np.minimum(_log_rmc_ratio(d, s_k), 0.0))
-            elif levels == "shifted":
-                p = ed.batch_accept_prob(k + 2, d, s_k) if k + 2 <= K else ed.batch_accept_prob(K, d, s_k)
-            else:  # pragma: no cover
-                raise AssertionError(levels)
-            take = u[open_rows, k] < p
-            hit = open_rows[take]
-            accepted[hit] = True
-            chosen[hit] = child[take]
-            open_rows = open_rows[~take]
-        new_s = np.empty(0)
-        if open_rows.size:
-            d, uu = delta[open_rows], u[open_rows, K]
-            new_s = _single_draft_residual(d, uu) if levels == "flat" else draw_dgrs_final_residual(K, d, uu)
-        return finish(batch, chosen, accepted, np.asarray(new_s, dtype=np.float64), open_rows)
+        nx, K = batch.nx, batch.K
+        kw = {}
+        if order == "sorted":
+            kw["order"] = nx.argsort(batch.s, 1)
+        if levels == "flat":
+            kw["level"] = lambda k: 1
+            kw["final"] = lambda b, d, v, lv: laws(nx).single_draft_residual(d, v)
+        elif levels == "shifted":
+            kw["level"] = lambda k: min(k + 1, K)
+        return dgrs_kernel(batch, batch.uniform(batch.n, K + 1), **kw)
 
     return rule
 
 
-def _reversed(K, ws):
-    return (ws[..., ::-1]).copy()
+def _reversed(ws):
+    return ws.flip(-1) if hasattr(ws, "flip") else ws[..., ::-1].copy()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -429,7 +470,7 @@ def precision_bf16_residual(K: int = 4):
     looks exact.  A sup-distance test barely moves.  Caught by ``s`` through the chi-square / G
     test on fine PIT bins (bins narrower than the lattice).
     """
-    return MutantVerifier("precision_bf16_residual", K, _rank_rule(residual_round=round_bfloat16))
+    return MutantVerifier("precision_bf16_residual", K, _rank_rule(residual_round=_bfloat16))
 
 
 @_register("always_accept_top", catches="s, acceptance")
@@ -465,14 +506,12 @@ def reflection_drops_zperp(K: int = 4):
 
     def rule(children, mu_draft, mu_target, sigma, rng):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        u = draw_uniforms(batch, 1)[:, 0]
-        delta = batch.delta.astype(np.float64)
-        s = batch.s[:, 0]
-        accepted = (np.log(u) < np.minimum(_log_rmc_ratio(delta, s), 0.0)) | batch.degenerate
-        rejected = np.flatnonzero(~accepted)
-        z_perp = np.zeros((rejected.size, batch.d))
-        return finish(batch, np.zeros(batch.n, dtype=np.int64), accepted, delta[rejected] - s[rejected],
-                      rejected, z_perp)
+        nx, s, delta = batch.nx, batch.s[:, 0], batch.delta
+        accepted = accept(nx, log_target_ratio(delta, s), batch.uniform(batch.n, 1)[:, 0], batch.degenerate)
+        rows = nx.rows_where(~accepted)
+        new_s = delta - s if rows is None else (delta - s)[rows]
+        return finish(batch, nx.zeros_index(batch.n, s), accepted, new_s, rows,
+                      _orthogonal_piece("zero")(batch, rows))
 
     return MutantVerifier("reflection_drops_zperp", K, rule, imitates="rmc")
 
@@ -552,8 +591,8 @@ def correction_written_into_children(K: int = 4):
 
 def _always_accept_first(children, mu_draft, mu_target, sigma, rng):
     batch = prepare(children, mu_draft, mu_target, sigma, rng, project=False)
-    n = batch.n
-    return VerifierResult(np.array(batch.children[:, 0], copy=True), np.ones(n, dtype=bool), np.zeros(n, np.int64))
+    first = batch.nx.zeros_index(batch.n, batch.children)
+    return batch.result(batch.nx.take_rows(batch.children, first), batch.degenerate | ~batch.degenerate, first)
 
 
 @_register("always_accept_first", catches="s, acceptance_bound (no declared acceptance)")
@@ -567,7 +606,7 @@ def always_accept_first(K: int = 4):
     return MutantVerifier("always_accept_first", K, _always_accept_first, imitates=None)
 
 
-@_register("box_muller_angle_reuses_residual_uniform", catches="xcov_s, joint_s_dir0")
+@_register("box_muller_angle_reuses_residual_uniform", catches="xcov_s, joint_s_dir0", backends=("numpy",))
 def box_muller_angle_reuses_residual_uniform(K: int = 4):
     """RASS with fresh orthogonal noise whose Box-Muller angle is ``2 pi u`` with the residual's own ``u``.
 
@@ -579,7 +618,7 @@ def box_muller_angle_reuses_residual_uniform(K: int = 4):
     return MutantVerifier("box_muller_angle_reuses_residual_uniform", K, _rank_rule(orth="box_muller"))
 
 
-@_register("residual_truncated_at_4sd", catches="grid/large_delta:s_hi4 (far tails)")
+@_register("residual_truncated_at_4sd", catches="grid/large_delta:s_hi4 (far tails)", backends=("numpy",))
 def residual_truncated_at_4sd(K: int = 4):
     """RASS whose residual table covers ``|s' - delta| <= 4`` only (draws outside are redrawn).
 
@@ -591,7 +630,7 @@ def residual_truncated_at_4sd(K: int = 4):
     return MutantVerifier("residual_truncated_at_4sd", K, _rank_rule(residual="truncated4"))
 
 
-@_register("zperp_from_previous_row", catches="s, indep_next (heterogeneous rows)")
+@_register("zperp_from_previous_row", catches="s, indep_next (heterogeneous rows)", backends=("numpy",))
 def zperp_from_previous_row(K: int = 4):
     """RASS whose correction takes ``z_perp`` from row ``i - 1`` (an off-by-one index).
 
@@ -618,7 +657,7 @@ def _sharded_same_seed(inner):
     return rule
 
 
-@_register("two_shards_same_seed", catches="indep_half")
+@_register("two_shards_same_seed", catches="indep_half", backends=("numpy",))
 def two_shards_same_seed(K: int = 4):
     """Exact RASS run on two shards of the batch, each with a generator seeded by the same seed.
 
@@ -631,7 +670,7 @@ def two_shards_same_seed(K: int = 4):
     return MutantVerifier("two_shards_same_seed", K, _sharded_same_seed(rass()))
 
 
-@_register("zperp_sign_tied_to_s", catches="xcov_s")
+@_register("zperp_sign_tied_to_s", catches="xcov_s", backends=("numpy",))
 def zperp_sign_tied_to_s(K: int = 4):
     """RASS whose corrected ``z_perp`` is flipped to the side of the first axis given by ``sign(s' - delta)``.
 

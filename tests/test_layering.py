@@ -3,7 +3,7 @@
 
 Packages import downward only::
 
-    _validation -> frame -> exact -> optimize -> verifiers -> mutants -> stats -> scale / torch
+    _validation -> backend -> frame -> exact -> optimize -> verifiers -> mutants -> stats -> scale / torch
     -> models -> diffusion -> plot -> report -> cli
 
 Every ``import``/``from ... import`` of the package, at module level or inside a function, and
@@ -18,7 +18,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "rass_theory"
 
-LAYERS = ["_validation", "frame", "exact", "optimize", "verifiers", "mutants", "stats",
+LAYERS = ["_validation", "backend", "frame", "exact", "optimize", "verifiers", "mutants", "stats",
           ("scale", "torch"), "models", "diffusion", "plot", "report", "cli"]
 RANK = {}
 for i, layer in enumerate(LAYERS):

@@ -139,7 +139,7 @@ class TestDegenerateBand:
     @pytest.mark.parametrize("dtype_name", ["float32", "float64"])
     def test_torch_band(self, dtype_name):
         torch = pytest.importorskip("torch")
-        from rass_theory.torch._core import prepare
+        from rass_theory.verifiers._tensors import prepare
 
         dtype = getattr(torch, dtype_name)
         n, K, d = 3, 2, 4

@@ -135,7 +135,7 @@ class _SnappedThreshold:
         return self._verifiers[key]
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        from ..torch._core import TorchVerifierResult
+        from ..verifiers._tensors import TorchVerifierResult
 
         n, K, d = children.shape
         sig = sigma if isinstance(sigma, torch.Tensor) else torch.full((n,), float(sigma), dtype=children.dtype,

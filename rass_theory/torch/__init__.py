@@ -9,7 +9,7 @@ Importing this package imports torch; ``import rass_theory`` alone does not.
 from __future__ import annotations
 
 from . import verifiers
-from ._core import TorchVerifierResult
+from ..verifiers._tensors import TorchVerifierResult
 from .harness import resolve_device, run_chunk_torch
 from . import mutants  # noqa: E402 - after verifiers, which the mutants compose
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from .._validation import check_delta, check_K
-from ._core import finish, prepare
+from ..verifiers._tensors import finish, prepare
 
 __all__ = ["OptimalListVerifier", "optimal_list"]
 

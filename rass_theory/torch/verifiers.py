@@ -8,11 +8,14 @@ Same contract as :mod:`rass_theory.verifiers` (``docs/ARCHITECTURE.md``) on tens
 ``rng`` is a ``torch.Generator`` on the inputs' device (``None``: a fresh one seeded from the OS;
 an int: a new generator seeded with it).  dtype and device follow the inputs (float64 is the
 reference, float32 is supported); arguments that disagree raise ``ValueError`` naming the
-argument.  Rows are processed with ``torch.where`` / ``gather`` / ``bmm`` and fixed-iteration
-root finding; no ``.item()``, no boolean-mask indexing and no ``.cpu()`` in the hot path, so a
-CUDA call queues its kernels without waiting for the device (one exception, documented on
-:class:`RASSVerifier`: on the CPU device the residual is computed only for rejected rows,
-because there indexing costs no synchronisation).
+argument.  The rules are the kernels of :mod:`rass_theory.verifiers.kernels`, the same code as
+the NumPy verifiers, run through the torch namespace of :mod:`rass_theory.backend`: rows are
+processed with ``torch.where`` / ``gather`` / ``bmm`` and fixed-iteration root finding; no
+``.item()``, no boolean-mask indexing and no ``.cpu()`` in the hot path, so an accelerator call
+queues its kernels without waiting for the device.  Two documented exceptions: on the CPU device
+only the rejected rows are corrected (``torch.nonzero``, free there), and ``rass("optimal")``
+reads the per-row deltas once to resolve its weights exactly as NumPy does (``rass("interpolated")``
+and ``rass(delta=...)`` never synchronise).
 
 Accuracy in float32 (float64 is exact to rounding):
 
@@ -24,7 +27,7 @@ Accuracy in float32 (float64 is exact to rounding):
 * the RASS/threshold residual draw is exact up to rounding of ``Phi`` differences (absolute
   ``6e-8``, relative to the residual mass ``TV``; measured against the float64 NumPy sampler:
   ``|s' - s'_ref| < 2e-3`` at ``K = 4, delta = 1``, about ``1e-3`` at ``delta = 0.05``; see
-  :func:`rass_theory.torch._math.sample_residual`).  D-GRS levels and its residual draw are
+  :func:`rass_theory.exact.torch_laws.sample_residual`).  D-GRS levels and its residual draw are
   always computed in float64 (``O(nK)`` scalars).
 * the correction ``children + sigma (s' - s) e`` is rounded in float32 like the children.
 """
@@ -38,8 +41,10 @@ import numpy as np
 import torch
 
 from .._validation import check_delta, check_K, check_weights
-from . import _math
-from ._core import TorchVerifierResult, finish, prepare
+from ..exact import torch_laws
+from ..verifiers._weights import WEIGHT_NAMES, batch_weights, optimal_single as _optimal_single, resolve_row_weights
+from ..verifiers.kernels import RankPieces, dgrs_kernel, rank_kernel, rank_pieces, rmc_kernel, select_rank
+from ..verifiers._tensors import TorchVerifierResult, prepare
 
 __all__ = [
     "rmc", "dgrs", "rass", "threshold", "resample", "optimal_list",
@@ -61,59 +66,6 @@ class _TorchVerifier:
 
     def __repr__(self) -> str:
         return f"rass_theory.torch.verifiers.{type(self).__name__}()"
-
-
-def _select_rank(batch, weights: torch.Tensor, u: torch.Tensor):
-    """Child (drafting order) holding rank ``j ~ weights`` per row, and the sort order.
-
-    ``rank = #{cumulative weights (first K-1) <= u}`` for ``u`` in ``(0, 1]``.
-    """
-    K = batch.K
-    order = torch.argsort(batch.s, dim=1, stable=True)
-    cum = torch.cumsum(weights, dim=-1)[..., : K - 1]
-    if cum.ndim == 1:
-        cum = cum[None, :]
-    rank = (u[:, None] > cum).sum(dim=1)
-    rank = torch.clamp(rank, max=K - 1)
-    child = order.gather(1, rank[:, None])[:, 0]
-    return child, order
-
-
-def _accept_and_correct(batch, law, child, u_accept, u_resid, residual_options):
-    """Accept the selected child w.p. ``min(1, f/g)``; otherwise draw from ``(f - g)_+ / TV``."""
-    s_sel = batch.s.gather(1, child[:, None])                               # (n, 1)
-    d = batch.delta_safe
-    log_ratio = _math.log_phi(s_sel - d[:, None]) - law.logpdf(s_sel)
-    accepted = (torch.log(u_accept) < log_ratio[:, 0]) | batch.degenerate
-    return accepted, _residual_where_rejected(batch, law, accepted, child, u_resid, residual_options)
-
-
-def _residual_where_rejected(batch, law, accepted, child, u_resid, residual_options):
-    """Residual draws ``s'`` (n,), meaningful on rejected rows (others hold the selected ``s``).
-
-    On CUDA every row is computed (no synchronisation); on the CPU, where indexing costs no
-    device synchronisation, only the rejected rows are.
-    """
-    d = batch.delta_safe
-    if batch.device.type == "cpu":
-        rows = torch.nonzero(~accepted)[:, 0]
-        new_s = batch.s.gather(1, child[:, None])[:, 0].clone()
-        if rows.numel():
-            new_s[rows] = _blocked_residual(law.subset(rows), d[rows], u_resid[rows], residual_options)
-        return new_s
-    return _blocked_residual(law, d, u_resid, residual_options)
-
-
-def _blocked_residual(law, delta, u, options, block: int = 16384):
-    """Residual draws in blocks of rows (bounded memory; a loop over blocks, not rows)."""
-    n = delta.shape[0]
-    if n <= block:
-        return _math.sample_residual(law, delta, u, **options)
-    parts = []
-    for start in range(0, n, block):
-        rows = torch.arange(start, min(n, start + block), device=delta.device)
-        parts.append(_math.sample_residual(law.subset(rows), delta[rows], u[rows], **options))
-    return torch.cat(parts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,12 +93,7 @@ class RMCVerifier(_TorchVerifier):
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=1)
-        u = batch.uniform(batch.n)
-        s = batch.s[:, 0]
-        d = batch.delta
-        accepted = (torch.log(u) < d * s - 0.5 * d * d) | batch.degenerate
-        chosen = torch.zeros(batch.n, dtype=torch.int64, device=batch.device)
-        return finish(batch, chosen, accepted, d - s)
+        return rmc_kernel(batch, batch.uniform(batch.n))
 
 
 def rmc() -> RMCVerifier:
@@ -164,8 +111,8 @@ class DGRSVerifier(_TorchVerifier):
     Notes
     -----
     Child ``k`` (1-based) is accepted w.p. ``min(1, r_{k-1}(s_k)/phi(s_k))`` with the closed-form
-    residuals ``r_k/phi = b_k expm1(delta (s - c_k))`` (:func:`rass_theory.torch._math.dgrs_levels`,
-    float64); after ``K`` rejections ``s'`` is drawn from ``r_K`` by inverse CDF and child 0's
+    residuals ``r_k/phi = b_k expm1(delta (s - c_k))`` (:func:`rass_theory.exact.torch_laws.dgrs_levels`,
+    float64; the kernel :func:`rass_theory.verifiers.kernels.dgrs_kernel` is shared with NumPy); after ``K`` rejections ``s'`` is drawn from ``r_K`` by inverse CDF and child 0's
     ``z_perp`` is kept.  Acceptance ``1 - prod_k Z_k`` (proof ``P3-dgrs-closed-form``).
     Random numbers: ``K + 1`` uniforms per row (one tensor ``(n, K + 1)``).
     """
@@ -173,31 +120,12 @@ class DGRSVerifier(_TorchVerifier):
     name = "dgrs"
 
     def expected_acceptance(self, K, delta):
-        from ..exact.acceptance import acceptance
+        from ..optimize.dispatch import acceptance
         return float(acceptance("dgrs", check_K(K), check_delta(delta)))
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        n, K = batch.n, batch.K
-        u = batch.uniform(n, K + 1)
-        d = batch.delta_safe
-        log_b, c, _ = _math.dgrs_levels(K, d)
-        accepted = batch.degenerate.clone()
-        chosen = torch.zeros(n, dtype=torch.int64, device=batch.device)
-        u64 = u.to(torch.float64)
-        for k in range(K):
-            p = _math.dgrs_accept_prob(k + 1, d, batch.s[:, k], log_b, c)
-            take = (~accepted) & (u64[:, k] < p)
-            chosen = torch.where(take, torch.full_like(chosen, k), chosen)
-            accepted = accepted | take
-        if batch.device.type == "cpu":      # only the rejected rows (indexing is free on the CPU)
-            rows = torch.nonzero(~accepted)[:, 0]
-            new_s = torch.zeros(n, dtype=torch.float64)
-            if rows.numel():
-                new_s[rows] = _math.dgrs_sample_final_residual(d[rows], u64[rows, K], log_b[rows], c[rows])
-        else:
-            new_s = _math.dgrs_sample_final_residual(d, u64[:, K], log_b, c)
-        return finish(batch, chosen, accepted, new_s)
+        return dgrs_kernel(batch, batch.uniform(batch.n, batch.K + 1))
 
 
 def dgrs() -> DGRSVerifier:
@@ -214,13 +142,6 @@ def _interpolator_table(K: int):
     from ..optimize.rank_weights import optimal_weights_interpolator
     interp = optimal_weights_interpolator(K)
     return np.array(interp.grid, dtype=np.float64), np.array(interp.weights, dtype=np.float64)
-
-
-@functools.lru_cache(maxsize=512)
-def _optimal_single(K: int, delta: float) -> np.ndarray:
-    from ..optimize.rank_weights import optimal_rank_weights
-    w = np.asarray(optimal_rank_weights(K, delta).weights, dtype=np.float64)
-    return np.array(check_weights(w, K, name="optimal_rank_weights(K, delta).weights"))
 
 
 def interpolate_weights(grid: torch.Tensor, table: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
@@ -241,32 +162,35 @@ class RASSVerifier(_TorchVerifier):
 
     Parameters
     ----------
-    weights : "optimal", "uniform", array/tensor (K,) or (n, K), or callable
-        ``"optimal"`` with ``delta=None`` interpolates the certified optimal weights of
-        ``rass_theory.optimize.optimal_weights_interpolator(K)`` *on the device* (the table is
-        built on the host once per ``K``, dtype and device, outside the hot path); with a scalar
-        ``delta`` it uses ``optimal_rank_weights(K, delta)`` (solved once, cached).  A callable
-        is called as ``weights(delta, K)`` with the per-row ``delta`` tensor on the device and
-        must return a tensor ``(K,)`` or ``(n, K)`` there.  Exactness holds for any weights.
-        Per-row deltas get the same weights as NumPy's ``rass()`` (the same interpolator, to
-        rounding: ``bench/backend_parity.py``).  A single-delta batch is solved exactly by NumPy but
-        interpolated here unless ``delta`` is pinned (detecting it would synchronise the device).
-        ``expected_acceptance`` always refers to the weights this verifier uses.
+    weights : "optimal", "interpolated", "uniform", array/tensor (K,) or (n, K), or callable
+        The same rules as NumPy's :func:`rass_theory.verifiers.rass`, so one call gives one law
+        on both back ends.  ``"optimal"`` solves ``optimal_rank_weights(K, delta)`` when the
+        live rows share one ``delta`` and interpolates ``optimal_weights_interpolator(K)``
+        otherwise, exactly as NumPy does (the same host code; reading the deltas costs one
+        device-to-host copy of ``n`` floats, a synchronisation on an accelerator).
+        ``"interpolated"`` interpolates the certified optima *on the device* for every batch
+        (no synchronisation; NumPy's ``"interpolated"`` gives the same weights to rounding).
+        A callable is called as ``weights(delta, K)`` with the per-row ``delta`` tensor on the
+        device and must return a tensor ``(K,)`` or ``(n, K)`` there.  Exactness holds for any
+        weights.  ``expected_acceptance`` always refers to the weights this verifier uses.
     delta : float, optional
-        Pin the ``"optimal"`` weights to this displacement (one configuration).
+        Pin the ``"optimal"`` weights to ``optimal_rank_weights(K, delta)`` (one configuration;
+        no synchronisation).
     grid_size, max_crossings : int
-        Options of the residual sampler :func:`rass_theory.torch._math.sample_residual`.
+        Options of the residual sampler :func:`rass_theory.exact.torch_laws.sample_residual`.
 
     Notes
     -----
-    Sort by ``s``; draw a rank ``j ~ w``; accept the selected child w.p. ``min(1, f/g_w)`` with
+    The kernel :func:`rass_theory.verifiers.kernels.rank_kernel` with the pieces of
+    :func:`rass_theory.verifiers.kernels.rank_pieces` (shared with NumPy): sort by ``s``; draw a
+    rank ``j ~ w``; accept the selected child w.p. ``min(1, f/g_w)`` with
     ``g_w(s) = phi(s) sum_j w_j K C(K-1, j) Phi(s)^j (1 - Phi(s))^(K-1-j)`` in log space;
     otherwise draw ``s'`` from ``(f - g_w)_+ / TV`` and keep the selected child's ``z_perp``.
     Acceptance ``1 - TV(g_w, f)`` (proof ``P2-rass-exactness``).
 
     Random numbers: three uniforms per row (one ``(n, 3)`` tensor: rank, accept, residual).
-    On CUDA the residual is computed for every row (no synchronisation); on the CPU only for the
-    rejected rows (``torch.nonzero``, free there).
+    On an accelerator the residual is computed for every row (no synchronisation); on the CPU
+    only for the rejected rows (``torch.nonzero``, free there).
     """
 
     name = "rass"
@@ -274,9 +198,9 @@ class RASSVerifier(_TorchVerifier):
     def __init__(self, weights="optimal", delta=None, grid_size=None, max_crossings=None):
         self._fixed = None
         if isinstance(weights, str):
-            if weights not in ("optimal", "uniform"):
-                raise ValueError(f"weights must be 'optimal', 'uniform', an array of shape (K,) or (n, K), or a "
-                                 f"callable, got {weights!r}")
+            if weights not in WEIGHT_NAMES:
+                raise ValueError(f"weights must be 'optimal', 'uniform', 'interpolated', an array of shape (K,) or "
+                                 f"(n, K), or a callable, got {weights!r}")
         elif callable(weights):
             pass
         else:
@@ -285,7 +209,6 @@ class RASSVerifier(_TorchVerifier):
                 self._fixed = check_weights(w, name="weights")
                 self.K = self._fixed.size
             elif w.ndim == 2:
-                self._fixed_rows = weights
                 self.K = w.shape[1]
             else:
                 raise ValueError(f"weights must have shape (K,) or (n, K), got {w.shape}")
@@ -307,59 +230,53 @@ class RASSVerifier(_TorchVerifier):
         if self._fixed is not None:
             return self._fixed
         if isinstance(self.weights, str):
-            if self.weights == "uniform":
-                return np.full(K, 1.0 / K)
-            if self.delta is not None:
+            if self.delta is not None and self.weights == "optimal":
                 return _optimal_single(K, float(self.delta))
-            grid, table = _interpolator_table(K)
-            return np.array([np.interp(delta, grid, table[:, j]) for j in range(K)])
+            return resolve_row_weights(self.weights, K, np.array([delta]), np.array([False]))
         if callable(self.weights):
             out = self.weights(torch.tensor([delta], dtype=torch.float64), K)
             out = out.detach().cpu().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
             return check_weights(out.reshape(-1)[-K:] if out.ndim == 2 else out, K)
         raise ValueError("per-row weights (n, K) have no single acceptance")
 
-    def _device_weights(self, batch) -> torch.Tensor:
-        K, n, dtype, device = batch.K, batch.n, batch.dtype, batch.device
+    def _cached(self, key, make):
+        if key not in self._tables:                     # host -> device once, outside the hot path
+            self._tables[key] = make()
+        return self._tables[key]
+
+    def device_weights(self, batch) -> torch.Tensor:
+        """Rank weights ``(K,)`` or ``(n, K)`` of the batch's rows, float64 on its device."""
+        K, n, device = batch.K, batch.n, batch.device
+        f64 = torch.float64
         if self.K is not None and K != self.K:
             raise ValueError(f"children must have K = {self.K} children per node to match weights, got K = {K}")
         if self._fixed is not None:
-            key = ("fixed", dtype, str(device))
-            if key not in self._tables:
-                self._tables[key] = torch.as_tensor(self._fixed, dtype=dtype, device=device)
-            return self._tables[key].expand(n, K)
-        if isinstance(self.weights, torch.Tensor) or (not isinstance(self.weights, str) and not callable(self.weights)):
-            w = torch.as_tensor(self.weights, dtype=dtype, device=device)
-            if tuple(w.shape) != (n, K):
-                raise ValueError(f"weights must have shape (n, K) = {(n, K)}, got {tuple(w.shape)}")
-            return w
-        if callable(self.weights) and not isinstance(self.weights, str):
+            return self._cached(("fixed", str(device)), lambda: torch.as_tensor(self._fixed, dtype=f64, device=device))
+        if isinstance(self.weights, str):
+            if self.weights == "optimal" and self.delta is not None:
+                return self._cached(("single", K, str(device)), lambda: torch.tensor(
+                    np.array(_optimal_single(K, float(self.delta))), dtype=f64, device=device))
+            if self.weights == "uniform":
+                return self._cached(("uniform", K, str(device)), lambda: torch.full((K,), 1.0 / K, dtype=f64,
+                                                                                   device=device))
+            if self.weights == "interpolated":
+                grid, table = self._cached(("table", K, str(device)), lambda: tuple(
+                    torch.as_tensor(a, dtype=f64, device=device) for a in _interpolator_table(K)))
+                return interpolate_weights(grid, table, batch.delta_safe)
+            return batch_weights(self.weights, batch)     # "optimal": NumPy's resolution, on the host
+        if callable(self.weights):
             w = self.weights(batch.delta, K)
             if not isinstance(w, torch.Tensor) or w.device != batch.delta.device:
                 raise TypeError("a weights callable must return a torch.Tensor on the inputs' device")
-            w = w.to(dtype)
-            if tuple(w.shape) == (K,):
-                return w.expand(n, K)
-            if tuple(w.shape) != (n, K):
-                raise ValueError(f"weights(delta, K) must return shape (K,) or (n, K) = {(n, K)}, got {tuple(w.shape)}")
-            return w
-        if self.weights == "uniform":
-            return torch.full((n, K), 1.0 / K, dtype=dtype, device=device)
-        if self.delta is not None:
-            key = ("single", K, dtype, str(device))
-            if key not in self._tables:
-                self._tables[key] = torch.as_tensor(_optimal_single(K, float(self.delta)), dtype=dtype, device=device)
-            return self._tables[key].expand(n, K)
-        key = ("table", K, dtype, str(device))
-        if key not in self._tables:
-            grid, table = _interpolator_table(K)
-            self._tables[key] = (torch.as_tensor(grid, dtype=dtype, device=device),
-                                 torch.as_tensor(table, dtype=dtype, device=device))
-        grid, table = self._tables[key]
-        return interpolate_weights(grid, table, batch.delta)
+        else:
+            w = torch.as_tensor(self.weights, device=device)
+        w = w.to(f64)
+        if tuple(w.shape) not in ((K,), (n, K)):
+            raise ValueError(f"weights must have shape (K,) or (n, K) = {(n, K)}, got {tuple(w.shape)}")
+        return w
 
     def expected_acceptance(self, K, delta):
-        from ..exact.acceptance import acceptance
+        from ..optimize.dispatch import acceptance
         K, delta = check_K(K), check_delta(delta)
         if self._fixed is None and not isinstance(self.weights, str) and not callable(self.weights):
             return None
@@ -368,12 +285,7 @@ class RASSVerifier(_TorchVerifier):
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
         u = batch.uniform(batch.n, 3)
-        w = self._device_weights(batch)
-        child, _ = _select_rank(batch, w, u[:, 0])
-        child = torch.where(batch.degenerate, torch.zeros_like(child), child)   # degenerate: child 0
-        law = _math.rank_law(w.contiguous())
-        accepted, new_s = _accept_and_correct(batch, law, child, u[:, 1], u[:, 2], self.residual_options)
-        return finish(batch, child, accepted, new_s)
+        return rank_kernel(batch, u, rank_pieces(self.device_weights(batch), **self.residual_options))
 
 
 def rass(weights="optimal", delta=None, grid_size=None, max_crossings=None) -> RASSVerifier:
@@ -409,7 +321,7 @@ class ThresholdVerifier(_TorchVerifier):
 
     Notes
     -----
-    Selected law (:class:`rass_theory.torch._math.SelectedLaw`, proof ``P8``):
+    Selected law (:class:`rass_theory.exact.torch_laws.SelectedLaw`, proof ``P8``):
     ``g(s) = K phi Phi^(K-1)`` for ``s >= t`` and
     ``sum_j w_j K C(K-1, j) phi Phi^j (Phi(t) - Phi)^(K-1-j)`` below; accept w.p.
     ``min(1, f/g)``, else draw from ``(f - g)_+ / TV``, keeping the selected child's ``z_perp``.
@@ -457,27 +369,35 @@ class ThresholdVerifier(_TorchVerifier):
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
-        n, K, dtype, device = batch.n, batch.K, batch.dtype, batch.device
-        u = batch.uniform(n, 3)
+        n, K, device = batch.n, batch.K, batch.device
         t, w_host = self.policy_for(K)
-        key = (K, dtype, str(device))
+        key = (K, str(device))
         if key not in self._device_w:                      # host -> device once, outside the hot path
-            self._device_w[key] = torch.as_tensor(np.array(w_host), dtype=dtype, device=device)
+            self._device_w[key] = torch.as_tensor(np.array(w_host), dtype=torch.float64, device=device)
         w = self._device_w[key].expand(n, K).contiguous()
         if isinstance(t, torch.Tensor):
             if t.device != device or tuple(t.shape) not in ((), (n,)):
                 raise ValueError(f"t must be a tensor of shape (n,) = {(n,)} on {device}")
-            t_rows = t.to(dtype).expand(n)
+            t_rows = t.to(torch.float64).expand(n)
         else:
-            t_rows = torch.full((n,), t, dtype=dtype, device=device)
-        rank_child, order = _select_rank(batch, w, u[:, 0])
-        top = order[:, -1]
-        above = batch.s.gather(1, top[:, None])[:, 0] >= t_rows
-        child = torch.where(above, top, rank_child)
-        child = torch.where(batch.degenerate, torch.zeros_like(child), child)   # degenerate: child 0
-        law = _math.threshold_law(w, t_rows)
-        accepted, new_s = _accept_and_correct(batch, law, child, u[:, 1], u[:, 2], self.residual_options)
-        return finish(batch, child, accepted, new_s)
+            t_rows = torch.full((n,), t, dtype=torch.float64, device=device)
+        law = torch_laws.threshold_law(w, t_rows)
+        options = self.residual_options
+
+        def select(batch, u):                              # top child if its s >= t, else rank ~ w
+            rank_child, order = select_rank(batch.nx, batch.s, w, u)
+            top = order[:, -1]
+            return torch.where(batch.s.gather(1, top[:, None])[:, 0] >= t_rows, top, rank_child)
+
+        def ratio(batch, s_sel):
+            return law.logpdf(s_sel[:, None])[:, 0] - torch_laws.log_phi(s_sel)
+
+        def residual(batch, rows, u):
+            if rows is None:
+                return torch_laws.law_residual(law, batch.delta_safe, u, **options)
+            return torch_laws.law_residual(law.subset(rows), batch.delta_safe[rows], u[rows], **options)
+
+        return rank_kernel(batch, batch.uniform(n, 3), RankPieces(select, ratio, residual))
 
 
 def threshold(t=None, weights=None, K=None, delta=None, grid_size=None, max_crossings=None) -> ThresholdVerifier:
@@ -504,7 +424,7 @@ class ResampleVerifier(_TorchVerifier):
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        z = torch.randn(batch.n, batch.d, generator=batch.generator, dtype=batch.out_dtype, device=batch.device)
+        z = torch.randn(batch.n, batch.d, generator=batch.rng, dtype=batch.out_dtype, device=batch.device)
         states = mu_target + batch.sigma[:, None].to(batch.out_dtype) * z
         accepted = torch.zeros(batch.n, dtype=torch.bool, device=batch.device)
         index = torch.full((batch.n,), -1, dtype=torch.int64, device=batch.device)

@@ -1,22 +1,29 @@
-"""Shared machinery of the batched verifiers: input checks, rank-1 projection, rebuilds.
+"""Shared machinery of the batched verifiers on both back ends: the node batch and the rebuild.
 
 Every verifier follows the same three steps (proof ``P1-rank1-reduction``):
 
 1. validate the node batch and project every child on the node's unit direction ``e`` with one
-   einsum, ``s[i, k] = <children[i, k] - mu_draft[i], e[i]> / sigma[i]`` (the orthogonal parts are
+   einsum (NumPy) or batched matmul (torch),
+   ``s[i, k] = <children[i, k] - mu_draft[i], e[i]> / sigma[i]`` (the orthogonal parts are
    never formed);
-2. decide, per row, in the scalar coordinate ``s`` only;
+2. decide, per row, in the scalar coordinate ``s`` only (:mod:`rass_theory.verifiers.kernels`);
 3. copy the accepted child's row, and rebuild only the rejected rows as
    ``children[i, k] + sigma[i] (s'[i] - s[i, k]) e[i]``, which equals
    ``mu_draft + sigma (s' e + z_perp[i, k])``: the state with child ``k``'s orthogonal part.
+
+:class:`NodeBatch` and :func:`finish` are written once against the array namespace ``nx``
+(:mod:`rass_theory.backend`); only the input checks differ: NumPy checks values (NaN,
+infinities), torch checks metadata only (reading values would synchronise an accelerator).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._validation import as_generator
+from ..backend import NUMPY, get_backend
 from ..frame import Rank1Frame, validate_node_inputs
 from ._result import VerifierResult
 
@@ -33,71 +40,118 @@ class BatchShape:
 
 @dataclass(frozen=True)
 class NodeBatch(BatchShape):
-    """A validated batch of nodes in rank-1 coordinates.
+    """A validated batch of nodes in rank-1 coordinates, on either back end.
 
     Attributes
     ----------
-    children : ndarray (n, K, d)
-    frame : Rank1Frame
-    s : ndarray (n, K), float64
+    nx : namespace
+        :mod:`rass_theory.backend` namespace of the arrays.
+    children : array (n, K, d)
+        The inputs' dtype and device.
+    mu_draft : array (n, d), float64
+    sigma : array (n,), float64
+    direction : array (n, d), float64
+        Unit vector ``e`` (``e_1`` where ``mu_target == mu_draft``, on both back ends).
+    delta : array (n,), float64
+    degenerate : bool array (n,)
+        ``delta <= sqrt(eps_float64)``: these rows accept child 0.
+    s : array (n, K), float64
         Standardised projections of the children on ``e``.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or torch.Generator
+    result : type
+        Result class (:class:`VerifierResult` or its torch twin).
     """
 
-    children: np.ndarray
-    frame: Rank1Frame
-    s: np.ndarray
-    rng: np.random.Generator
+    nx: object
+    children: object
+    mu_draft: object
+    sigma: object
+    direction: object
+    delta: object
+    degenerate: object
+    s: object
+    rng: object
+    result: type = VerifierResult
+
+    @functools.cached_property
+    def delta_safe(self):
+        """``delta`` with degenerate rows replaced by 1 (keeps every scalar formula finite)."""
+        return self.nx.where(self.degenerate, 1.0, self.delta)
 
     @property
-    def delta(self) -> np.ndarray:
-        return self.frame.delta
+    def generator(self):
+        """The batch's random generator (alias of ``rng``)."""
+        return self.rng
 
     @property
-    def degenerate(self) -> np.ndarray:
-        return self.frame.degenerate
+    def device(self):
+        """Device of the inputs (torch); ``"cpu"`` for NumPy."""
+        return getattr(self.children, "device", "cpu")
+
+    @property
+    def dtype(self):
+        """The compute dtype (float64) of ``s``, ``delta``, the laws and the uniforms."""
+        return self.nx.float64
+
+    @property
+    def out_dtype(self):
+        """The inputs' dtype: the dtype of the output states."""
+        return self.children.dtype
+
+    def uniform(self, *shape):
+        """Uniforms of ``shape`` from the batch's generator (float64; row ``i`` of an ``(n, m)``
+        draw takes stream positions ``i m .. i m + m - 1``, so rows are reproducible)."""
+        return self.nx.uniform(self.rng, shape, self.children)
+
+
+def project_children(nx, children, mu_draft, direction, sigma):
+    """``s[i, k] = (<children[i, k], e[i]> - <mu_draft[i], e[i]>) / sigma[i]`` in float64."""
+    s = nx.project(children, direction)
+    s -= nx.rowdot(mu_draft, direction)[:, None]
+    s /= sigma[:, None]
+    return s
 
 
 def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None,
             project: bool = True) -> NodeBatch:
     """Validate the contract's inputs and project the children (one einsum over the batch).
 
+    NumPy inputs are checked here (values included); torch tensors by
+    :func:`rass_theory.verifiers._tensors.prepare` (metadata only).
+
     Parameters
     ----------
     K : int, optional
         Required number of children per node (``ValueError`` naming ``children`` otherwise).
     project : bool
-        Skip the projection for rules that ignore the drafts.
+        Skip the projection for rules that ignore the drafts (NumPy; torch always projects).
     """
+    if get_backend(children).name == "torch":
+        from ._tensors import prepare as prepare_tensors
+
+        return prepare_tensors(children, mu_draft, mu_target, sigma, rng, K=K)
     children, mu_draft, mu_target, sig = validate_node_inputs(children, mu_draft, mu_target, sigma)
     if K is not None and children.shape[1] != K:
         raise ValueError(f"children must have K = {K} child(ren) per node for this verifier, "
                          f"got shape {children.shape}")
     gen = as_generator(rng)
     frame = Rank1Frame.from_means(mu_draft, mu_target, sig)
+    # the projection, like the frame and every decision, is float64 for any input dtype
+    # (float32 children are exact in float64): proofs/P1-rank1-reduction.md
     if project:
-        # the projection, like the frame and every decision, is float64 for any input dtype
-        # (float32 children are exact in float64): proofs/P1-rank1-reduction.md
-        e = frame.direction
-        s = np.einsum("nkd,nd->nk", children, e, dtype=np.float64)
-        s -= np.einsum("nd,nd->n", mu_draft, e, dtype=np.float64)[:, None]
-        s /= frame.sigma[:, None]
+        s = project_children(NUMPY, children, frame.mu_draft, frame.direction, frame.sigma)
     else:
         s = np.empty((children.shape[0], 0))
-    return NodeBatch(children, frame, s, gen)
+    return NodeBatch(NUMPY, children, frame.mu_draft, frame.sigma, frame.direction, frame.delta,
+                     frame.degenerate, s, gen)
 
 
-def draw_uniforms(batch: NodeBatch, m: int) -> np.ndarray:
-    """Draw the batch's uniforms up front in a fixed ``(n, m)`` layout.
-
-    Row ``i`` always receives stream positions ``i*m .. i*m + m - 1``, so its output depends only
-    on its own inputs and on those numbers (rows are independent and reproducible).
-    """
-    return batch.rng.random((batch.n, m))
+def draw_uniforms(batch: NodeBatch, m: int):
+    """Draw the batch's uniforms up front in a fixed ``(n, m)`` layout (:meth:`NodeBatch.uniform`)."""
+    return batch.uniform(batch.n, m)
 
 
-def finish(batch: NodeBatch, chosen: np.ndarray, accepted: np.ndarray, new_s: np.ndarray | None,
-           rejected_rows: np.ndarray | None = None, z_perp_fresh: np.ndarray | None = None) -> VerifierResult:
+def finish(batch: NodeBatch, chosen, accepted, new_s, rows=None, z_perp_fresh=None):
     """Assemble the result: copy the chosen child per row, rebuild the rejected rows.
 
     Parameters
@@ -106,33 +160,38 @@ def finish(batch: NodeBatch, chosen: np.ndarray, accepted: np.ndarray, new_s: np
         Child whose row is copied (the accepted child; on rejected rows the child whose
         orthogonal part the correction keeps).
     accepted : bool array (n,)
-    new_s : float array (r,)
-        Corrected coordinate ``s'`` for the ``r`` rejected rows (in row order).
-    rejected_rows : int array (r,), optional
-        Defaults to ``flatnonzero(~accepted)``.
-    z_perp_fresh : float array (r, d), optional
-        Replace the chosen child's orthogonal part by this one on the rejected rows
-        (must already be orthogonal to ``e``).
+    new_s : float array
+        Corrected coordinate ``s'``: for the rows ``rows`` when given (in that order), else for
+        every row (values on accepted rows are ignored).
+    rows : int array (r,), optional
+        The rejected rows, ``nx.rows_where(~accepted)`` by default.  On an accelerator, where
+        that is ``None``, every row is rebuilt and merged with ``where``.
+    z_perp_fresh : float array (r, d) or (n, d), optional
+        Replace the chosen child's orthogonal part by this one on the rejected rows (``rows``
+        given) or on every row (``rows`` ``None``); it must already be orthogonal to ``e``.
     """
-    n = batch.n
-    rows = np.arange(n)
-    ch = batch.children
-    if ch.flags.c_contiguous:
-        # one take along the flattened (n*K) axis: the copy of each chosen row, bit for bit
-        states = np.take(ch.reshape(-1, ch.shape[2]), rows * ch.shape[1] + chosen, axis=0)
-    else:
-        states = ch[rows, chosen]  # fancy indexing copies: (n, d)
-    if rejected_rows is None:
-        rejected_rows = np.flatnonzero(~accepted)
-    if rejected_rows.size:
-        r = rejected_rows
-        e = batch.frame.direction[r]
-        sig = batch.frame.sigma[r]
+    nx = batch.nx
+    states = nx.take_rows(batch.children, chosen)              # exact copies, (n, d)
+    index = nx.where(accepted, chosen, -1)
+    if rows is None:
+        rows = nx.rows_where(~accepted)
+        if rows is not None:
+            new_s = new_s[rows]
+    if rows is None:                                            # accelerator: no host sync
         if z_perp_fresh is None:
-            shift = sig * (new_s - batch.s[r, chosen[r]])
-            states[r] = states[r] + (shift[:, None] * e).astype(states.dtype, copy=False)
+            s_chosen = nx.take_along(batch.s, chosen)
+            rebuilt = states + nx.cast((batch.sigma * (new_s - s_chosen))[:, None] * batch.direction, states.dtype)
         else:
-            rebuilt = batch.frame.mu_draft[r] + sig[:, None] * (new_s[:, None] * e + z_perp_fresh)
-            states[r] = rebuilt.astype(states.dtype, copy=False)
-    index = np.where(accepted, chosen, -1).astype(np.int64)
-    return VerifierResult(states, np.asarray(accepted, dtype=bool), index)
+            rebuilt = nx.cast(batch.mu_draft + batch.sigma[:, None] * (new_s[:, None] * batch.direction
+                                                                      + z_perp_fresh), states.dtype)
+        states = nx.where(accepted[:, None], states, rebuilt)
+    elif nx.size(rows):
+        e = batch.direction[rows]
+        sig = batch.sigma[rows]
+        if z_perp_fresh is None:
+            shift = (sig * (new_s - batch.s[rows, chosen[rows]]))[:, None] * e
+            states = nx.add_rows(states, rows, shift)
+        else:
+            rebuilt = batch.mu_draft[rows] + sig[:, None] * (new_s[:, None] * e + z_perp_fresh)
+            states[rows] = nx.cast(rebuilt, states.dtype)
+    return batch.result(states, accepted, index)

@@ -7,11 +7,15 @@ import numpy as np
 
 from .._validation import check_weights
 
-__all__ = ["resolve_weights", "describe_weights", "check_row_weights"]
+__all__ = ["WEIGHT_NAMES", "resolve_weights", "resolve_row_weights", "batch_weights", "describe_weights", "check_row_weights"]
+
+#: The named weight rules of the RASS verifiers (both back ends).
+WEIGHT_NAMES = ("optimal", "interpolated", "uniform")
 
 
 @functools.lru_cache(maxsize=512)
-def _optimal_single(K: int, delta: float) -> np.ndarray:
+def optimal_single(K: int, delta: float) -> np.ndarray:
+    """``optimal_rank_weights(K, delta).weights``, checked, cached and read-only."""
     from ..optimize.rank_weights import optimal_rank_weights
 
     w = np.asarray(optimal_rank_weights(K, delta).weights, dtype=np.float64)
@@ -37,9 +41,10 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    spec : "optimal", "uniform", array (K,), or callable ``(delta, K) -> weights``
+    spec : "optimal", "interpolated", "uniform", array (K,), or callable ``(delta, K) -> weights``
         ``"optimal"`` uses ``optimal_rank_weights(K, delta).weights`` (cached) when every row
-        has the same ``delta`` (to 12 significant digits) and ``optimal_weights_interpolator(K)`` otherwise.  A callable is
+        has the same ``delta`` (to 12 significant digits) and ``optimal_weights_interpolator(K)`` otherwise;
+        ``"interpolated"`` uses the interpolator for every batch.  A callable is
         first called with the scalar ``delta`` when all rows share it; otherwise with the array
         ``delta (n,)`` and must return ``(n, K)`` -- if it returns anything else it is called
         once per distinct ``delta`` value.
@@ -62,11 +67,17 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
             if n == 0:
                 return np.full(K, 1.0 / K)
             if single:
-                return _optimal_single(K, float(delta[0]))
+                return optimal_single(K, float(delta[0]))
             return check_row_weights(_interpolator(K)(delta), K, n, "optimal_weights_interpolator(K)(delta)")
+        if spec == "interpolated":
+            if n == 0:
+                return np.full(K, 1.0 / K)
+            w = check_row_weights(_interpolator(K)(delta), K, n, "optimal_weights_interpolator(K)(delta)")
+            return w[0] if single else w
         if spec == "uniform":
             return np.full(K, 1.0 / K)
-        raise ValueError(f"weights must be 'optimal', 'uniform', an array of shape (K,) or a callable, got {spec!r}")
+        raise ValueError(f"weights must be 'optimal', 'uniform', 'interpolated', an array of shape (K,) or a "
+                         f"callable, got {spec!r}")
     if callable(spec):
         if n == 0:
             return np.full(K, 1.0 / K)
@@ -82,6 +93,38 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
         table = np.stack([check_row_weights(spec(float(v), K), K, n, "weights(delta, K)") for v in values])
         return table[inverse.reshape(-1)]
     return check_weights(spec, K, name="weights")
+
+
+def resolve_row_weights(spec, K: int, delta: np.ndarray, degenerate: np.ndarray) -> np.ndarray:
+    """:func:`resolve_weights` for the live rows of a batch; degenerate rows get uniform weights.
+
+    Degenerate rows (which accept child 0 whatever the weights) do not take part in the
+    "one delta per batch" decision.  Returns ``(K,)`` when the live rows share one vector.
+    """
+    delta = np.asarray(delta, dtype=np.float64)
+    degenerate = np.asarray(degenerate, dtype=bool)
+    if not degenerate.any():
+        return resolve_weights(spec, K, delta)
+    live = ~degenerate
+    w = resolve_weights(spec, K, delta[live])
+    if w.ndim == 1:
+        return w
+    out = np.full((delta.shape[0], K), 1.0 / K)
+    out[live] = w
+    return out
+
+
+def batch_weights(spec, batch) -> object:
+    """:func:`resolve_row_weights` for a node batch of either back end, as an array of its kind.
+
+    Torch batches copy their deltas to the host once (a synchronisation on an accelerator).
+    """
+    nx = batch.nx
+    if nx.name == "numpy":
+        return resolve_row_weights(spec, batch.K, batch.delta, batch.degenerate)
+    w = resolve_row_weights(spec, batch.K, batch.delta.detach().cpu().numpy(),
+                            batch.degenerate.detach().cpu().numpy())
+    return nx.constant(np.array(w), batch.s)
 
 
 def describe_weights(spec) -> str:

@@ -1,12 +1,10 @@
 """D-GRS: greedy rejection over the children in drafting order (arXiv 2609.17691)."""
 from __future__ import annotations
 
-import numpy as np
-
 from .._validation import check_delta, check_K
 from ._base import BuiltinVerifier
-from ._core import draw_uniforms, finish, prepare
-from ._residual import draw_dgrs_final_residual
+from ._core import prepare
+from .kernels import dgrs_kernel
 
 __all__ = ["DGRSVerifier", "dgrs"]
 
@@ -20,43 +18,24 @@ class DGRSVerifier(BuiltinVerifier):
     order; child ``k`` (1-based) is accepted with probability ``min(1, r_{k-1}(s_k)/phi(s_k))``
     (closed form from :mod:`rass_theory.exact.dgrs`).  After ``K`` rejections the coordinate is
     drawn from ``r_K`` by inverse CDF (a cached table plus Newton per distinct ``delta``, see
-    ``verifiers._residual.DGRSFinalResidual``) and the state keeps child 0's orthogonal part.  Acceptance
+    ``exact.residual_tables.DGRSFinalResidual``) and the state keeps child 0's orthogonal part.  Acceptance
     ``1 - prod_k Z_k`` (proof ``P3-dgrs-closed-form``).
 
     Random numbers: ``rng.random((n, K + 1))``; column ``k`` decides child ``k``, column ``K`` is
-    the residual draw.  Rows are decided in vectorised form; only the loop over ``K`` is Python.
+    the residual draw.  Rows are decided in vectorised form; only the loop over ``K`` is Python
+    (:func:`rass_theory.verifiers.kernels.dgrs_kernel`, shared with the torch back end).
     """
 
     name = "dgrs"
 
     def expected_acceptance(self, K: int, delta: float) -> float:
-        from ..exact.acceptance import acceptance
+        from ..optimize.dispatch import acceptance
 
         return float(acceptance("dgrs", check_K(K), check_delta(delta)))
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        from ..exact import dgrs as exact_dgrs
-
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        K, n = batch.K, batch.n
-        u = draw_uniforms(batch, K + 1)
-        delta = batch.delta.astype(np.float64)
-        accepted = batch.degenerate.copy()
-        chosen = np.zeros(n, dtype=np.int64)
-        open_rows = np.flatnonzero(~accepted)
-        for k in range(K):
-            if open_rows.size == 0:
-                break
-            p = exact_dgrs.batch_accept_prob(k + 1, delta[open_rows], batch.s[open_rows, k])
-            take = u[open_rows, k] < p
-            hit = open_rows[take]
-            accepted[hit] = True
-            chosen[hit] = k
-            open_rows = open_rows[~take]
-        new_s = np.empty(0)
-        if open_rows.size:
-            new_s = draw_dgrs_final_residual(K, delta[open_rows], u[open_rows, K])
-        return finish(batch, chosen, accepted, np.asarray(new_s, dtype=np.float64), open_rows)
+        return dgrs_kernel(batch, batch.uniform(batch.n, batch.K + 1))
 
 
 def dgrs() -> DGRSVerifier:

@@ -113,7 +113,7 @@ class OptimalListVerifier(BuiltinVerifier):
         new_s = _rule.sample_residual(p_rej, u[rejected, 1])
         fresh = None
         if self.orthogonal == "fresh":
-            fresh = fresh_orthogonal(batch.rng, batch.n, batch.frame.direction)[rejected]
+            fresh = fresh_orthogonal(batch.rng, batch.n, batch.direction)[rejected]
         return finish(batch, chosen, accepted, new_s, rejected, fresh)
 
 

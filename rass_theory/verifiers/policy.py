@@ -8,7 +8,7 @@ import numpy as np
 from .._validation import check_delta, check_K
 from ._base import BuiltinVerifier
 from ._core import draw_uniforms, finish, prepare
-from ._residual import MAX_SHARED_LAWS, policy_shared_residual
+from ..exact.residual_tables import MAX_SHARED_LAWS, policy_shared_residual
 from .rass import fresh_orthogonal
 
 __all__ = ["PolicyVerifier", "policy", "threshold"]
@@ -167,7 +167,7 @@ class PolicyVerifier(BuiltinVerifier):
             rejected, new_s = np.empty(0, dtype=np.int64), np.empty(0)
         fresh = None
         if self.orthogonal == "fresh" and rejected.size:
-            fresh = fresh_orthogonal(batch.rng, n, batch.frame.direction)[rejected]
+            fresh = fresh_orthogonal(batch.rng, n, batch.direction)[rejected]
         return finish(batch, chosen, accepted, new_s, rejected, fresh)
 
 

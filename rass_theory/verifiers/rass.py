@@ -4,82 +4,37 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_delta, check_K
+from ..exact import batch as exact_batch
 from ._base import BuiltinVerifier
-from ._core import draw_uniforms, finish, prepare
-from ._residual import draw_rass_residual
-from ._weights import check_row_weights, describe_weights, resolve_weights
+from ._core import NodeBatch, prepare
+from ._weights import WEIGHT_NAMES, check_row_weights, describe_weights, resolve_row_weights, resolve_weights
+from .kernels import RankPieces, rank_kernel, rank_pieces
 
-__all__ = ["RASSVerifier", "rass", "select_rank", "fresh_orthogonal", "log_selected_ratio"]
+__all__ = ["RASSVerifier", "rass", "fresh_orthogonal"]
 
 _RESIDUALS = ("inverse", "rejection")
 _ORTHOGONAL = ("selected", "fresh")
-
-
-def select_rank(s: np.ndarray, weights: np.ndarray, u: np.ndarray):
-    """Draw a rank per row and return the selected child.
-
-    Parameters
-    ----------
-    s : ndarray (n, K)
-        Standardised projections in drafting order.
-    weights : ndarray (K,) or (n, K)
-        Rank weights, ascending ranks (rank ``K-1`` = largest ``s``).
-    u : ndarray (n,)
-        Uniforms on [0, 1).
-
-    Returns
-    -------
-    child : int ndarray (n,)
-        Drafting-order index of the selected child.
-    rank : int ndarray (n,)
-    """
-    n, K = s.shape
-    cumulative = np.cumsum(weights, axis=-1)[..., : K - 1]
-    rank = (u[:, None] >= cumulative).sum(axis=1)
-    order = np.argsort(s, axis=1)
-    child = order[np.arange(n), rank]
-    return child, rank
-
-
-def log_selected_ratio(weights: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """``log(g_w(s) / phi(s))`` per row for rank weights ``(K,)`` or ``(n, K)``.
-
-    Notes
-    -----
-    ``g_w(s)/phi(s) = sum_j w_j K binom(K-1, j) p^j q^(K-1-j)`` with ``p = Phi(s)``,
-    ``q = Phi(-s)`` (both from ``ndtr``, so neither tail cancels).  All terms are non-negative,
-    so the sum has relative accuracy ``~K eps``; rows where it falls below ``1e-250`` (far tails,
-    large ``K``) are recomputed in log space by :func:`rass_theory.exact.batch.selected_logpdf`.
-    """
-    from scipy.special import comb, ndtr
-
-    n = s.shape[0]
-    K = weights.shape[-1]
-    j = np.arange(K)
-    coef = weights * (K * comb(K - 1, j))
-    p, q = ndtr(s), ndtr(-s)
-    total = np.zeros(n)
-    for jj in range(K):
-        c = coef[..., jj]
-        if weights.ndim == 1 and c == 0.0:
-            continue
-        total += c * p ** jj * q ** (K - 1 - jj)
-    with np.errstate(divide="ignore"):
-        out = np.log(total)
-    tiny = total < 1e-250
-    if np.any(tiny):
-        from ..exact import batch as exact_batch
-
-        w_t = weights[tiny] if weights.ndim == 2 else weights
-        log_phi = -0.5 * s[tiny] ** 2 - 0.5 * np.log(2 * np.pi)
-        out[tiny] = exact_batch.selected_logpdf(w_t, np.zeros(int(tiny.sum())), s[tiny]) - log_phi
-    return out
 
 
 def fresh_orthogonal(rng: np.random.Generator, n: int, direction: np.ndarray) -> np.ndarray:
     """Draw ``n`` fresh orthogonal parts ``g - <g, e> e``, ``g ~ N(0, I_d)`` (rows of ``direction``)."""
     g = rng.standard_normal((n, direction.shape[1]))
     return g - np.einsum("nd,nd->n", g, direction)[:, None] * direction
+
+
+def fresh_orthogonal_piece(batch: NodeBatch, rows):
+    """Orthogonal piece drawing fresh ``z_perp`` for every row (``n d`` normals), kept on ``rows``."""
+    return fresh_orthogonal(batch.rng, batch.n, batch.direction)[rows]
+
+
+def rejection_residual_piece(weights) -> callable:
+    """Residual piece drawing ``(f - g_w)_+ / TV`` by rejection (a data-dependent number of draws)."""
+
+    def residual(batch, rows, u):
+        w = weights[rows] if weights.ndim == 2 else weights
+        return exact_batch.sample_residual_rejection(w, batch.delta_safe[rows], batch.rng)
+
+    return residual
 
 
 class RASSVerifier(BuiltinVerifier):
@@ -106,9 +61,11 @@ class RASSVerifier(BuiltinVerifier):
 
     Random numbers: ``rng.random((n, 3))`` -- columns: rank, accept, residual.
 
-    Hot path: one einsum projects the children; ``log(g_w/phi)`` is a direct non-negative sum
-    (:func:`log_selected_ratio`); rows sharing one ``(w, delta)`` draw the residual from a cached
-    table refined by Newton (``verifiers._residual``, same inverse CDF as
+    Hot path: the kernel :func:`rass_theory.verifiers.kernels.rank_kernel` (shared with the torch
+    back end): one einsum projects the children; ``log(g_w/phi)`` is a log-sum-exp of log-space
+    Bernstein terms (:func:`rass_theory.verifiers.kernels.log_rank_ratio`); rows sharing one
+    ``(w, delta)`` draw the residual from a cached table refined by the engine's root finder
+    (:mod:`rass_theory.exact.residual_tables`, same inverse CDF as
     :func:`rass_theory.exact.batch.sample_residual` to ``~1e-12``); only rejected rows are
     rebuilt, as ``child + sigma (s' - s) e``.
     """
@@ -123,9 +80,9 @@ class RASSVerifier(BuiltinVerifier):
         if weights is None:
             weights = "optimal"
         if isinstance(weights, str):
-            if weights not in ("optimal", "uniform"):
-                raise ValueError(f"weights must be 'optimal', 'uniform', an array of shape (K,) or a callable, "
-                                 f"got {weights!r}")
+            if weights not in WEIGHT_NAMES:
+                raise ValueError(f"weights must be 'optimal', 'uniform', 'interpolated', an array of shape (K,) "
+                                 f"or a callable, got {weights!r}")
         elif not callable(weights):
             w = np.asarray(weights, dtype=np.float64)
             if w.ndim != 1:
@@ -154,42 +111,20 @@ class RASSVerifier(BuiltinVerifier):
             return float(acceptance("rass", K, delta))
         return float(acceptance("rass", K, delta, weights=self.weights_for(K, delta)))
 
+    def pieces(self, weights) -> RankPieces:
+        """The kernel pieces of this verifier for row weights ``(K,)`` or ``(n, K)``."""
+        pieces = rank_pieces(weights)
+        if self.residual == "rejection":
+            pieces = pieces.replace(residual=rejection_residual_piece(weights))
+        if self.orthogonal == "fresh":
+            pieces = pieces.replace(orthogonal=fresh_orthogonal_piece)
+        return pieces
+
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
-        n, K = batch.n, batch.K
-        u = draw_uniforms(batch, 3)
-        fresh = fresh_orthogonal(batch.rng, n, batch.frame.direction) if self.orthogonal == "fresh" else None
-        accepted = batch.degenerate.copy()
-        chosen = np.zeros(n, dtype=np.int64)
-        live = np.flatnonzero(~accepted)
-        if live.size == 0:
-            return finish(batch, chosen, accepted, np.empty(0))
-        all_live = live.size == n
-        s = batch.s if all_live else batch.s[live]
-        delta = batch.delta.astype(np.float64)
-        delta = delta if all_live else delta[live]
-        w = resolve_weights(self.weights, K, delta)
-        child, _ = select_rank(s, w, u[live, 0])
-        s_sel = s[np.arange(live.size), child]
-        # log f/g_w = log f/phi - log g_w/phi = delta s - delta^2/2 - log(g_w/phi)
-        log_ratio = delta * s_sel - 0.5 * delta * delta - log_selected_ratio(w, s_sel)
-        take = np.log(u[live, 1]) < log_ratio
-        chosen[live] = child
-        accepted[live] = take
-        rej = ~take
-        rejected = live[rej]
-        if rejected.size == 0:
-            return finish(batch, chosen, accepted, np.empty(0), rejected)
-        w_rej = w[rej] if w.ndim == 2 else w
-        if self.residual == "inverse":
-            new_s = draw_rass_residual(w_rej, delta[rej], u[rejected, 2])
-        else:
-            from ..exact import batch as exact_batch
-
-            new_s = exact_batch.sample_residual_rejection(w_rej, delta[rej], batch.rng)
-        new_s = np.asarray(new_s, dtype=np.float64)
-        return finish(batch, chosen, accepted, new_s, rejected,
-                      None if fresh is None else fresh[rejected])
+        u = batch.uniform(batch.n, 3)
+        w = resolve_row_weights(self.weights, batch.K, batch.delta, batch.degenerate)
+        return rank_kernel(batch, u, self.pieces(w))
 
 
 def rass(weights="optimal", residual: str = "inverse", orthogonal: str = "selected") -> RASSVerifier:
@@ -197,14 +132,13 @@ def rass(weights="optimal", residual: str = "inverse", orthogonal: str = "select
 
     Parameters
     ----------
-    weights : "optimal" (default; ``None`` means the same), "uniform", array (K,), or callable
-        ``(delta, K) -> weights``.  Rank weights, ascending ranks.  ``"optimal"`` solves
-        ``optimal_rank_weights(K, delta)`` when the batch has one ``delta`` (to 12 significant
-        digits) and uses ``optimal_weights_interpolator(K)`` for per-row deltas (the torch twin
-        uses the same interpolator for per-row deltas, so both backends give the same law; for a
-        single-delta batch torch cannot inspect ``delta`` without a host synchronisation and
-        interpolates too unless its ``delta=`` is pinned).  Exactness holds for any weights; only
-        the acceptance depends on them.
+    weights : "optimal" (default; ``None`` means the same), "interpolated", "uniform", array (K,),
+        or callable ``(delta, K) -> weights``.  Rank weights, ascending ranks.  ``"optimal"``
+        solves ``optimal_rank_weights(K, delta)`` when the batch has one ``delta`` (to 12
+        significant digits) and uses ``optimal_weights_interpolator(K)`` for per-row deltas;
+        ``"interpolated"`` uses the interpolator for every batch.  Both mean the same on the
+        torch back end (:func:`rass_theory.torch.verifiers.rass`), so one call gives one law on
+        both.  Exactness holds for any weights; only the acceptance depends on them.
     residual : {"inverse", "rejection"}
     orthogonal : {"selected", "fresh"}
 

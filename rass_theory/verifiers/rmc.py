@@ -1,12 +1,12 @@
 """Reflection maximal coupling (RMC), the single-draft verifier (De Bortoli et al. 2025)."""
 from __future__ import annotations
 
-import numpy as np
 from scipy.special import ndtr
 
 from .._validation import check_delta, check_K
 from ._base import BuiltinVerifier
-from ._core import draw_uniforms, finish, prepare
+from ._core import prepare
+from .kernels import rmc_kernel
 
 __all__ = ["RMCVerifier", "rmc"]
 
@@ -38,15 +38,7 @@ class RMCVerifier(BuiltinVerifier):
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=1)
-        u = draw_uniforms(batch, 1)[:, 0]
-        s = batch.s[:, 0]
-        delta = batch.delta.astype(np.float64)
-        log_ratio = s * delta - 0.5 * delta * delta
-        accepted = (np.log(u) < np.minimum(log_ratio, 0.0)) | batch.degenerate
-        rejected = np.flatnonzero(~accepted)
-        new_s = delta[rejected] - s[rejected]
-        chosen = np.zeros(batch.n, dtype=np.int64)
-        return finish(batch, chosen, accepted, new_s, rejected)
+        return rmc_kernel(batch, batch.uniform(batch.n, 1)[:, 0])
 
 
 def rmc() -> RMCVerifier:

@@ -8,7 +8,7 @@ from rass_theory import diffusion  # noqa: E402
 from rass_theory.diffusion import GaussianMixture, compare_to_plain  # noqa: E402
 from rass_theory.diffusion.torch_sampler import plain_sample_torch, speculative_sample_torch  # noqa: E402
 from rass_theory.models import from_velocity  # noqa: E402
-from rass_theory.torch._core import TorchVerifierResult  # noqa: E402
+from rass_theory.verifiers._tensors import TorchVerifierResult  # noqa: E402
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

@@ -12,7 +12,7 @@ from rass_theory.models import digits_flow  # noqa: E402
 from rass_theory.models.exactness import (classifier_two_sample_test, compare_samples,  # noqa: E402
                                           marginal_ks_test)
 from rass_theory.models.quality import digits_quality  # noqa: E402
-from rass_theory.torch._core import TorchVerifierResult  # noqa: E402
+from rass_theory.verifiers._tensors import TorchVerifierResult  # noqa: E402
 
 
 @pytest.fixture(scope="module")

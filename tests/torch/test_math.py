@@ -9,7 +9,7 @@ from scipy import special
 from rass_theory.exact import batch
 from rass_theory.exact import dgrs as exact_dgrs
 from rass_theory.optimize.policies import ThresholdRankPolicy
-from rass_theory.torch import _math as M
+from rass_theory.exact import torch_laws as M
 
 
 class TestScalarHelpers:

@@ -9,12 +9,13 @@ like CUDA) therefore proves the hot path is free of host synchronisation without
 import pytest
 import torch
 
-from rass_theory.torch import _core
+from rass_theory.verifiers import _tensors as _core
 from rass_theory.torch import mutants as tm
 from rass_theory.torch import verifiers as tv
 
 RULES = {
-    "rmc": (tv.rmc, 1), "dgrs": (tv.dgrs, 4), "rass": (tv.rass, 4), "rass_uniform": (lambda: tv.rass("uniform"), 4),
+    "rmc": (tv.rmc, 1), "dgrs": (tv.dgrs, 4), "rass_interpolated": (lambda: tv.rass("interpolated"), 4), "rass_pinned": (lambda: tv.rass(delta=1.0), 4),
+    "rass_uniform": (lambda: tv.rass("uniform"), 4),
     "threshold": (lambda: tv.threshold(t=0.5, weights=[0.1, 0.2, 0.3, 0.4]), 4), "resample": (tv.resample, 4),
 }
 

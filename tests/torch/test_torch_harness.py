@@ -8,7 +8,7 @@ from rass_theory.stats.harness import run_chunk_numpy
 from rass_theory.stats.node import SyntheticNode, chunk_plan
 from rass_theory.torch import mutants as tm
 from rass_theory.torch import verifiers as tv
-from rass_theory.torch._core import TorchVerifierResult
+from rass_theory.verifiers._tensors import TorchVerifierResult
 from rass_theory.torch.harness import resolve_device, run_chunk_torch
 
 CELL = dict(K=4, delta=2.0, dim=6)

@@ -4,6 +4,8 @@ import math
 import numpy as np
 import pytest
 import torch
+
+from rass_theory.verifiers import _tensors as _core
 from scipy import stats
 
 import rass_theory as rt
@@ -187,12 +189,26 @@ class TestOptimalWeights:
 
         K = 4
         delta = torch.tensor([0.0, 1e-4, 0.3, 1.234, 5.5, 40.0], dtype=torch.float64)
-        v = tv.rass()
-        children, mu_d, mu_t, sigma, _ = node_batch(6, K, 2, 1.0)
+        v = tv.rass("interpolated")
         batch = type("B", (), {"K": K, "n": 6, "dtype": torch.float64, "device": torch.device("cpu"),
-                               "delta": delta})()
-        got = v._device_weights(batch).numpy()
+                               "delta": delta, "delta_safe": delta})()
+        got = v.device_weights(batch).numpy()
         np.testing.assert_allclose(got, optimal_weights_interpolator(K)(delta.numpy()), atol=1e-12)
+
+    @pytest.mark.parametrize("deltas", [[0.7] * 5, [0.3, 0.9, 1.7, 0.3, 2.2]])
+    def test_optimal_weights_are_numpys(self, deltas):
+        """One call, one law: rass("optimal") resolves the weights exactly as NumPy does (the exact
+        optimum for a single-delta batch, the interpolator for per-row deltas)."""
+        from rass_theory.verifiers._weights import resolve_weights
+
+        n, K = len(deltas), 4
+        mu_d = torch.zeros(n, 3, dtype=torch.float64)
+        mu_t = mu_d.clone()
+        mu_t[:, 1] = torch.tensor(deltas, dtype=torch.float64)
+        batch = _core.prepare(torch.zeros(n, K, 3, dtype=torch.float64), mu_d, mu_t, 1.0, 0)
+        got = np.broadcast_to(tv.rass().device_weights(batch).numpy(), (n, K))
+        want = np.broadcast_to(resolve_weights("optimal", K, np.array(deltas)), (n, K))
+        np.testing.assert_array_equal(got, want)
 
     def test_pinned_delta_uses_exact_optimum(self):
         from rass_theory.optimize import optimal_rank_weights

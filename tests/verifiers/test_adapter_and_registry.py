@@ -109,7 +109,7 @@ class TestResidualTables:
                                                 ([0.1, 0.0, 0.0, 0.9], 0.05), ([1.0], 0.8)])
     def test_rass_table_matches_sample_residual(self, weights, delta, rng):
         from rass_theory.exact import batch as eb
-        from rass_theory.verifiers._residual import rass_shared_residual
+        from rass_theory.exact.residual_tables import rass_shared_residual
 
         w = np.asarray(weights)
         u = rng.random(400)
@@ -123,18 +123,27 @@ class TestResidualTables:
     @pytest.mark.parametrize("K, delta", [(4, 0.5), (2, 0.01), (3, 2.0), (1, 0.3), (8, 4.0)])
     def test_dgrs_table_matches_closed_form_sampler(self, K, delta, rng):
         from rass_theory.exact import dgrs as ed
-        from rass_theory.verifiers._residual import dgrs_final_residual
+        from rass_theory.exact.residual_tables import dgrs_final_residual
 
         u = rng.random(400)
         np.testing.assert_allclose(dgrs_final_residual(K, delta).sample(u),
                                    ed.batch_sample_final_residual(K, np.full(400, delta), u), atol=2e-12, rtol=0)
 
-    def test_log_selected_ratio_matches_exact_module(self, rng):
+    @pytest.mark.parametrize("backend", ["numpy", "torch"])
+    def test_log_rank_ratio_matches_exact_module(self, rng, backend):
+        """The shared kernel's log(g_w/phi) agrees with the exact engine on both back ends."""
+        from rass_theory.backend import get_backend
         from rass_theory.exact import batch as eb
-        from rass_theory.verifiers.rass import log_selected_ratio
+        from rass_theory.verifiers.kernels import log_rank_ratio
 
         s = np.linspace(-30, 30, 601)
         w = rng.dirichlet(np.ones(6), size=601)
+        w[::7, 2] = 0.0                                     # zero weights: -inf terms
+        w /= w.sum(axis=1, keepdims=True)
         log_phi = -0.5 * s * s - 0.5 * np.log(2 * np.pi)
-        np.testing.assert_allclose(log_selected_ratio(w, s), eb.selected_logpdf(w, np.zeros(601), s) - log_phi,
-                                   rtol=1e-12, atol=1e-12)
+        ref = eb.selected_logpdf(w, np.zeros(601), s) - log_phi
+        if backend == "torch":
+            torch = pytest.importorskip("torch")
+            w, s = torch.tensor(w), torch.tensor(s)
+        got = log_rank_ratio(get_backend(s), w, s)
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-12, atol=1e-12)

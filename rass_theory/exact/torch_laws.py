@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from ..exact._window import half_width
+from ._window import half_width
 
 __all__ = [
     "LOG_SQRT_2PI",
@@ -535,3 +535,56 @@ def dgrs_sample_final_residual(delta: torch.Tensor, u: torch.Tensor, log_b: torc
         ok = torch.isfinite(step) & (step >= a) & (step <= b)   # g = 0 gives step = x: stay
         x = torch.where(ok, step, 0.5 * (a + b))
     return x
+
+
+# --------------------------------------------------------------------------------------------
+# The law pieces of the verifier kernels: the same names and meanings as in
+# rass_theory.exact.residual_tables (the NumPy back end); rass_theory.verifiers.kernels picks
+# the module that matches the inputs.
+# --------------------------------------------------------------------------------------------
+
+#: Rows per residual block (bounded memory; a loop over blocks, not rows).
+RESIDUAL_BLOCK = 16384
+
+
+def law_residual(law: SelectedLaw, delta: torch.Tensor, u: torch.Tensor, **options) -> torch.Tensor:
+    """:func:`sample_residual` in blocks of :data:`RESIDUAL_BLOCK` rows."""
+    n = delta.shape[0]
+    if n <= RESIDUAL_BLOCK:
+        return sample_residual(law, delta, u, **options)
+    parts = []
+    for start in range(0, n, RESIDUAL_BLOCK):
+        rows = torch.arange(start, min(n, start + RESIDUAL_BLOCK), device=delta.device)
+        parts.append(sample_residual(law.subset(rows), delta[rows], u[rows], **options))
+    return torch.cat(parts)
+
+
+def rank_residual(weights: torch.Tensor, delta: torch.Tensor, u: torch.Tensor, **options) -> torch.Tensor:
+    """Draws from ``(f - g_w)_+ / TV`` per row for rank weights ``(K,)`` or ``(n, K)``."""
+    w = weights.expand(delta.shape[0], -1) if weights.ndim == 1 else weights
+    return law_residual(rank_law(w.contiguous()), delta, u, **options)
+
+
+def dgrs_row_levels(K: int, delta: torch.Tensor):
+    """Per-row D-GRS levels ``(log_b, c)`` (:func:`dgrs_levels`), the state of :func:`dgrs_accept`."""
+    return dgrs_levels(K, delta)[:2]
+
+
+def take_levels(levels, rows: torch.Tensor):
+    """The levels of the given rows."""
+    return tuple(x[rows] for x in levels)
+
+
+def dgrs_accept(k: int, delta: torch.Tensor, s: torch.Tensor, levels) -> torch.Tensor:
+    """``min(1, r_{k-1}(s)/phi(s))`` for child ``k`` (1-based), :func:`dgrs_accept_prob`."""
+    return dgrs_accept_prob(k, delta, s, *levels)
+
+
+def dgrs_final(K: int, delta: torch.Tensor, u: torch.Tensor, levels) -> torch.Tensor:
+    """Inverse-CDF draw from ``r_K`` per row (:func:`dgrs_sample_final_residual`)."""
+    return dgrs_sample_final_residual(delta, u, *levels)
+
+
+def single_draft_residual(delta: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Inverse-CDF draw from ``(f - phi)_+ / TV`` (the D-GRS level 1 residual), float64."""
+    return dgrs_final(1, delta, u, dgrs_row_levels(1, delta))

@@ -1,14 +1,10 @@
-"""Shared machinery of the torch verifiers: input checks, rank-1 projection, result assembly.
+"""Torch inputs of the verifiers: metadata-only checks, the rank-1 frame, the result type.
 
-The torch twin of :mod:`rass_theory.verifiers._core` (proof ``P1-rank1-reduction``):
-
-1. validate the batch *from metadata only* (shapes, dtypes, devices; no value checks, which
-   would synchronise the device with the host) and project every child on the node's unit
-   direction ``e`` with one batched matmul, ``s[i, k] = <children[i, k] - mu_draft[i], e[i]> / sigma[i]``;
-2. decide per row in the scalar coordinate ``s`` with ``torch.where`` / ``gather``;
-3. copy the chosen child's row with ``gather`` and rebuild only the rejected rows as
-   ``children[i, k] + sigma[i] (s'[i] - s[i, k]) e[i]`` (the state with child ``k``'s
-   orthogonal part), merged with ``torch.where`` so that accepted rows stay bit-exact copies.
+The node batch, the projection and the rebuild are the shared ones of
+:mod:`rass_theory.verifiers._core` (``nx`` = the torch namespace); this module holds what is
+torch's own: validation *from metadata only* (shapes, dtypes, devices -- reading values would
+synchronise an accelerator with the host), generators, and :class:`TorchVerifierResult`.
+Proof ``P1-rank1-reduction``.
 """
 from __future__ import annotations
 
@@ -18,10 +14,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ..verifiers._core import BatchShape
-from ..verifiers._result import VerifierResult
+from ..backend import get_backend
+from ._core import NodeBatch, finish, project_children
+from ._result import VerifierResult
 
-__all__ = ["TorchVerifierResult", "TorchBatch", "prepare", "finish", "as_torch_generator",
+__all__ = ["TorchVerifierResult", "prepare", "finish", "as_torch_generator",
            "degenerate_tolerance", "SUPPORTED_DTYPES", "COMPUTE_DTYPE"]
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64)
@@ -101,54 +98,6 @@ def as_torch_generator(rng, device: torch.device) -> torch.Generator:
     raise TypeError(f"rng must be None, an int or a torch.Generator, got {type(rng).__name__}")
 
 
-@dataclass(frozen=True)
-class TorchBatch(BatchShape):
-    """A validated node batch in rank-1 coordinates (torch).
-
-    Attributes
-    ----------
-    children : Tensor (n, K, d)
-    mu_draft : Tensor (n, d)
-    sigma : Tensor (n,)
-    direction : Tensor (n, d)
-        Unit vector ``e`` (zero vector where ``mu_target == mu_draft``).
-    delta : Tensor (n,)
-    delta_safe : Tensor (n,)
-        ``delta`` with degenerate rows replaced by 1 (keeps the scalar formulas finite).
-    degenerate : Tensor (n,) of bool
-    s : Tensor (n, K)
-    generator : torch.Generator
-    """
-
-    children: torch.Tensor
-    mu_draft: torch.Tensor
-    sigma: torch.Tensor
-    direction: torch.Tensor
-    delta: torch.Tensor
-    delta_safe: torch.Tensor
-    degenerate: torch.Tensor
-    s: torch.Tensor
-    generator: torch.Generator
-
-    @property
-    def dtype(self) -> torch.dtype:
-        """The compute dtype (float64) of ``s``, ``delta``, the laws and the uniforms."""
-        return COMPUTE_DTYPE
-
-    @property
-    def out_dtype(self) -> torch.dtype:
-        """The inputs' dtype: the dtype of the output states."""
-        return self.children.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.children.device
-
-    def uniform(self, *shape) -> torch.Tensor:
-        """Uniforms in ``(0, 1]`` (``1 - torch.rand``), float64 on the batch's device."""
-        return 1.0 - torch.rand(*shape, generator=self.generator, dtype=self.dtype, device=self.device)
-
-
 def _check_tensor(value, name: str, ndim: int) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__} "
@@ -160,7 +109,7 @@ def _check_tensor(value, name: str, ndim: int) -> torch.Tensor:
     return value
 
 
-def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) -> TorchBatch:
+def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) -> NodeBatch:
     """Validate the contract's inputs (metadata only) and project the children.
 
     Raises ``TypeError``/``ValueError`` naming the argument: non-tensors, unsupported dtypes,
@@ -201,6 +150,7 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) 
     else:
         raise TypeError(f"sigma must be a real number or a torch.Tensor, got {type(sigma).__name__}")
     gen = as_torch_generator(rng, device)
+    nx = get_backend(children)
 
     # the frame, the projection and every decision in float64 (float32 inputs are exact there)
     f64 = COMPUTE_DTYPE
@@ -214,39 +164,5 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) 
         direction[:, 0] += zero.to(f64)
     delta = norm / sig
     degenerate = delta <= degenerate_tolerance()
-    delta_safe = torch.where(degenerate, torch.ones_like(delta), delta)
-    # s[i, k] = (<children[i, k], e[i]> - <mu_draft[i], e[i]>) / sigma[i]: batched matmuls, no temporaries
-    e_col = direction[:, :, None]
-    proj = torch.bmm(children.to(f64), e_col)[:, :, 0]
-    offset = torch.bmm(md[:, None, :], e_col)[:, 0, 0]
-    s = (proj - offset[:, None]) / sig[:, None]
-    return TorchBatch(children, md, sig, direction, delta, delta_safe, degenerate, s, gen)
-
-
-def finish(batch: TorchBatch, chosen: torch.Tensor, accepted: torch.Tensor,
-           new_s: torch.Tensor) -> TorchVerifierResult:
-    """Copy the chosen child per row; rebuild rejected rows with coordinate ``new_s``.
-
-    Parameters
-    ----------
-    chosen : Tensor (n,) int64
-        Child copied on accepted rows, and whose orthogonal part rejected rows keep.
-    accepted : Tensor (n,) bool
-    new_s : Tensor (n,)
-        Corrected coordinate (ignored on accepted rows; must be finite everywhere).
-    """
-    n, K, d = batch.children.shape
-    flat = torch.arange(n, device=batch.device) * K + chosen
-    copied = batch.children.reshape(n * K, d).index_select(0, flat)      # exact copies, (n, d)
-    s_chosen = batch.s.gather(1, chosen[:, None])[:, 0]
-    index = torch.where(accepted, chosen, torch.full_like(chosen, -1))
-    if batch.device.type == "cpu":
-        # no device to synchronise with: touch only the rejected rows
-        rows = torch.nonzero(~accepted)[:, 0]
-        if rows.numel():
-            shift = (batch.sigma[rows] * (new_s[rows].to(batch.dtype) - s_chosen[rows]))[:, None] * batch.direction[rows]
-            copied.index_add_(0, rows, shift.to(batch.out_dtype))   # one pass, no gather/scatter pair
-        return TorchVerifierResult(copied, accepted, index)
-    shift = (batch.sigma * (new_s.to(batch.dtype) - s_chosen))[:, None] * batch.direction
-    states = torch.where(accepted[:, None], copied, copied + shift.to(batch.out_dtype))
-    return TorchVerifierResult(states, accepted, index)
+    s = project_children(nx, children, md, direction, sig)
+    return NodeBatch(nx, children, md, sig, direction, delta, degenerate, s, gen, TorchVerifierResult)

@@ -98,7 +98,7 @@ class SharedResidual:
         ``~1e-15`` of the residual mass, which is at least of order ``delta``).
         """
         if self.delta < 0.01:
-            from ..exact.normal import shift_difference
+            from .normal import shift_difference
 
             return shift_difference(x, self.delta) - self.cdf_excess(x)
         left = x <= 0.5 * self.delta
@@ -127,7 +127,7 @@ class SharedResidual:
 
 @functools.lru_cache(maxsize=256)
 def _rass_cached(weights_key: tuple, delta: float) -> SharedResidual:
-    from ..exact import batch as eb
+    from . import batch as eb
 
     w = np.asarray(weights_key, dtype=np.float64)
     ri = eb.residual_intervals(w, np.array([delta]))
@@ -142,8 +142,8 @@ def rass_shared_residual(weights: np.ndarray, delta: float) -> SharedResidual:
 
 def policy_shared_residual(policy, delta: float) -> SharedResidual:
     """:class:`SharedResidual` for a selection policy with per-row ``selected_logpdf``/``selected_cdf``."""
-    from ..exact import batch as eb
-    from ..exact.normal import log_phi
+    from . import batch as eb
+    from .normal import log_phi
 
     def log_ratio(x):
         x = np.asarray(x, dtype=np.float64)
@@ -177,7 +177,7 @@ def draw_rass_residual(weights: np.ndarray, delta: np.ndarray, u: np.ndarray) ->
     :func:`rass_theory.exact.batch.sample_residual` is used for those rows.  Both compute the same
     inverse CDF (to ``~1e-13``), so the grouping never changes a row's law.
     """
-    from ..exact import batch as eb
+    from . import batch as eb
 
     def group(rows, v):
         wr = weights if weights.ndim == 1 else weights[rows]
@@ -219,7 +219,7 @@ class DGRSFinalResidual:
     MIN_DELTA = 0.01
 
     def __init__(self, K: int, delta: float):
-        from ..exact.dgrs import levels
+        from .dgrs import levels
 
         lv = levels(K, delta)
         self.delta = float(delta)
@@ -262,7 +262,7 @@ def draw_dgrs_final_residual(K: int, delta: np.ndarray, u: np.ndarray) -> np.nda
     Rows with ``delta < 0.01``, or batches with more than :data:`MAX_SHARED_LAWS` distinct
     values, use :func:`rass_theory.exact.dgrs.batch_sample_final_residual` (same inverse CDF).
     """
-    from ..exact import dgrs as ed
+    from . import dgrs as ed
 
     def group(rows, v):
         if v < DGRSFinalResidual.MIN_DELTA:
@@ -270,3 +270,43 @@ def draw_dgrs_final_residual(K: int, delta: np.ndarray, u: np.ndarray) -> np.nda
         return dgrs_final_residual(K, v).sample(u[rows])
 
     return _by_delta(delta, lambda: ed.batch_sample_final_residual(K, delta, u), group)
+
+
+# --------------------------------------------------------------------------------------------
+# The law pieces of the verifier kernels: the same names and meanings as in
+# rass_theory.exact.torch_laws (the torch back end); rass_theory.verifiers.kernels picks the
+# module that matches the inputs.
+# --------------------------------------------------------------------------------------------
+
+def rank_residual(weights: np.ndarray, delta: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Draws from ``(f - g_w)_+ / TV`` per row for rank weights ``(K,)`` or ``(r, K)``
+    (:func:`draw_rass_residual`)."""
+    return draw_rass_residual(weights, delta, u)
+
+
+def dgrs_row_levels(K: int, delta: np.ndarray):
+    """``None``: the NumPy D-GRS pieces compute their closed-form levels per call
+    (:mod:`rass_theory.exact.dgrs`, with the small-``delta`` limit forms)."""
+    return None
+
+
+def take_levels(levels, rows):
+    """The levels of the given rows (``None`` here)."""
+    return None
+
+
+def dgrs_accept(k: int, delta: np.ndarray, s: np.ndarray, levels) -> np.ndarray:
+    """``min(1, r_{k-1}(s)/phi(s))`` for child ``k`` (1-based): :func:`rass_theory.exact.dgrs.batch_accept_prob`."""
+    from .dgrs import batch_accept_prob
+
+    return batch_accept_prob(k, delta, s)
+
+
+def dgrs_final(K: int, delta: np.ndarray, u: np.ndarray, levels) -> np.ndarray:
+    """Inverse-CDF draw from ``r_K`` per row (:func:`draw_dgrs_final_residual`)."""
+    return np.asarray(draw_dgrs_final_residual(K, delta, u), dtype=np.float64)
+
+
+def single_draft_residual(delta: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draw from ``(f - phi)_+ / TV``: the ``K = 1`` residual."""
+    return draw_rass_residual(np.ones(1), delta, u)

@@ -1,0 +1,62 @@
+"""Array namespaces: one set of verifier kernels for NumPy arrays and torch tensors.
+
+The POT pattern (``ot.backend``): a kernel asks the inputs for their namespace,
+``nx = get_backend(children)``, and writes every array operation as ``nx.op(...)``.  The
+namespace holds only the operations the kernels of :mod:`rass_theory.verifiers.kernels` need,
+with one meaning on both back ends:
+
+- float64 math: ``log``, ``exp``, ``expm1``, ``log1p``, ``sqrt``, ``log_ndtr``, ``ndtri``,
+  ``logsumexp``, ``where``, ``minimum``, ``maximum``, ``cumsum``, ``amax``, ``norm``;
+- indexing: ``argsort`` (stable), ``take_along`` (``x[i, idx[i]]``), ``take_rows`` (copies of
+  ``children[i, idx[i]]``, bit for bit), ``rows_where`` (the indices of a mask, or ``None`` on
+  an accelerator, where reading them would synchronise the device with the host), ``add_rows``;
+- creation: ``zeros_index``, ``constant``;
+- projection: ``project`` (``<children[i, k], e[i]>`` in float64);
+- randomness: ``uniform`` (``NumPy``: ``Generator.random``, in ``[0, 1)``; torch: ``1 - rand``, in
+  ``(0, 1]``; both are exact uniforms for every decision the kernels make).
+
+``import rass_theory.backend`` does not import torch: the torch namespace is built the first
+time a tensor is seen.
+"""
+from __future__ import annotations
+
+import sys
+
+from ._numpy import NUMPY, NumpyBackend
+
+__all__ = ["get_backend", "NumpyBackend", "NUMPY"]
+
+_TORCH = None
+
+
+def _torch_backend():
+    global _TORCH
+    if _TORCH is None:
+        from ._torch import TorchBackend
+
+        _TORCH = TorchBackend()
+    return _TORCH
+
+
+def get_backend(*arrays):
+    """The namespace of ``arrays``: :data:`NUMPY` for NumPy arrays, the torch one for tensors.
+
+    Parameters
+    ----------
+    *arrays
+        Arrays of one kind (``None`` entries are skipped).
+
+    Raises
+    ------
+    TypeError
+        When NumPy arrays and torch tensors are mixed.
+    """
+    torch = sys.modules.get("torch")
+    kinds = set()
+    for a in arrays:
+        if a is None:
+            continue
+        kinds.add("torch" if torch is not None and isinstance(a, torch.Tensor) else "numpy")
+    if len(kinds) > 1:
+        raise TypeError("arrays mix NumPy arrays and torch tensors; pass one kind")
+    return _torch_backend() if kinds == {"torch"} else NUMPY
