@@ -40,8 +40,8 @@ def gap_table():
         for d in GRID_DELTA:
             rule = rt.optimal_list_rule(K, d)
             gap = rule.acceptance - rt.acceptance_bound(K, d)
-            rej_b = rt.exact.bound.bound_rejection(K, d)
-            rel = abs(rule.rejection - rej_b) / rej_b if rej_b > 0 else 0.0
+            rej_b = rt.exact.bound.bound_rejection_probability(K, d)
+            rel = abs(rule.rejection_probability - rej_b) / rej_b if rej_b > 0 else 0.0
             worst_rel = max(worst_rel, rel)
             if abs(gap) >= abs(worst):
                 worst, worst_cell = gap, (K, d)

@@ -80,7 +80,7 @@ class TestP4Window:
         from rass_theory.optimize.mixture_tv import default_window
 
         for delta in (0.0, 1.0, 30.0):
-            lo, hi = default_window(delta, K)
+            lo, hi = default_window(K, delta)
             L = -lo
             tail = Phi(-L)
             assert (K + 4) * tail <= mp.mpf("2.5e-27"), (K, L)

@@ -56,7 +56,7 @@ def half_width(K: int) -> float:
     return max(HALF_WIDTH, -float(ndtri(TAIL_BOUND / (K + 1))))
 
 
-def window(delta: float, K: int) -> tuple[float, float]:
+def window(K: int, delta: float) -> tuple[float, float]:
     """The search window ``[-L(K), max(delta, sqrt(2 log K), 0) + L(K)]`` for one node.
 
     ``sqrt(2 log K)`` (the centre of the largest of ``K`` normals) keeps the top order

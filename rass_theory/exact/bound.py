@@ -23,7 +23,7 @@ from scipy import special
 from rass_theory._validation import check_delta, check_K
 from rass_theory.exact.dgrs import norm_sf
 
-__all__ = ["BoundResult", "list_coupling_bound", "acceptance_bound", "bound_threshold", "bound_rejection"]
+__all__ = ["BoundResult", "list_coupling_bound", "acceptance_bound", "bound_threshold", "bound_rejection_probability"]
 
 _SQRT1_2 = 0.70710678118654752440
 _LOG_SQRT_2PI = 0.91893853320467274178
@@ -38,14 +38,14 @@ class BoundResult:
     acceptance : float
         ``alpha*(K, delta)``, evaluated as ``Phi(t - delta) + (1 - Phi(t)^K)`` (two positive
         terms), so it keeps relative accuracy also when it is tiny (large ``delta``).
-    rejection : float
+    rejection_probability : float
         ``1 - alpha*``, computed directly (relative accuracy down to the underflow threshold).
     t : float
         The minimising threshold ``t_2`` (the Neyman–Pearson half-line is ``{s <= t_2}``).
     """
 
     acceptance: float
-    rejection: float
+    rejection_probability: float
     t: float
 
 
@@ -155,9 +155,9 @@ def acceptance_bound(K, delta) -> float:
     return list_coupling_bound(K, delta).acceptance
 
 
-def bound_rejection(K, delta) -> float:
+def bound_rejection_probability(K, delta) -> float:
     """``1 - alpha*(K, delta)``, computed directly (relative accuracy while representable)."""
-    return list_coupling_bound(K, delta).rejection
+    return list_coupling_bound(K, delta).rejection_probability
 
 
 def bound_threshold(K, delta) -> float:

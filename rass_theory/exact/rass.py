@@ -12,7 +12,7 @@ import numpy as np
 from rass_theory.exact.segments import rass_evaluation
 from rass_theory.exact.selected import _check_law_args, residual_law
 
-__all__ = ["rass_tv", "rass_rejection", "rass_acceptance", "crossings"]
+__all__ = ["rass_tv", "rass_acceptance", "crossings"]
 
 
 def rass_tv(weights, delta) -> float:
@@ -46,11 +46,6 @@ def rass_tv(weights, delta) -> float:
     """
     w, d = _check_law_args(weights, delta)
     return rass_evaluation(w, d).tv
-
-
-def rass_rejection(weights, delta) -> float:
-    """Alias of :func:`rass_tv`: the RASS rejection probability ``TV(g_w, f)``."""
-    return rass_tv(weights, delta)
 
 
 def rass_acceptance(weights, delta) -> float:

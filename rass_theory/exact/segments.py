@@ -461,7 +461,7 @@ def exact_rank_evaluation(weights, delta: float, *, hessian: bool = False) -> TV
     """
     w = np.asarray(weights, dtype=np.float64)
     K = w.size
-    return evaluate_tv([_segment(K)], w, float(delta), window=default_window(delta, K), hessian=hessian)
+    return evaluate_tv([_segment(K)], w, float(delta), window=default_window(K, delta), hessian=hessian)
 
 
 @functools.lru_cache(maxsize=None)
@@ -483,4 +483,4 @@ def rass_evaluation(weights, delta: float, *, hessian: bool = False) -> TVEvalua
     """
     w = np.asarray(weights, dtype=np.float64)
     K = w.size
-    return evaluate_tv([rank_segment(K)], w, float(delta), window=default_window(delta, K), hessian=hessian)
+    return evaluate_tv([rank_segment(K)], w, float(delta), window=default_window(K, delta), hessian=hessian)

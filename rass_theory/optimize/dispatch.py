@@ -37,7 +37,7 @@ def optimised(rule: str, K: int, delta: float, want: str = "acceptance") -> floa
         from rass_theory.optimize.list_rule import optimal_list_rule
 
         res = optimal_list_rule(K, delta)
-        return res.acceptance if index == 0 else res.rejection
+        return res.acceptance if index == 0 else res.rejection_probability
     if rule == "threshold":
         from rass_theory.optimize.policies import optimal_threshold_policy
 

@@ -386,7 +386,7 @@ class OptimalListRule:
     acceptance : float
         ``int min(f, g*)`` summed per piece: ``Phi(t* - delta)`` (where ``g* >= f``) plus
         ``1 - Phi(t*)^K`` (where ``g* < f``).
-    rejection : float
+    rejection_probability : float
         ``1 - acceptance = E(t*)``, computed directly.
     bound : float
         :func:`rass_theory.exact.bound.acceptance_bound` (independent Newton solve).
@@ -400,7 +400,7 @@ class OptimalListRule:
     delta: float
     params: ListRuleParams
     acceptance: float
-    rejection: float
+    rejection_probability: float
     bound: float
     gap: float
     status: str

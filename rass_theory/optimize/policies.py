@@ -95,7 +95,7 @@ class _SegmentMixturePolicy:
         from .mixture_tv import evaluate_tv
 
         delta = check_delta(delta)
-        return evaluate_tv(self._segments, self.weights, delta, window=default_window(delta, self.K),
+        return evaluate_tv(self._segments, self.weights, delta, window=default_window(self.K, delta),
                            spacing=grid_spacing(self.K), hessian=False).acceptance
 
 
@@ -220,7 +220,7 @@ def _inner(K: int, delta: float, t: float, w_start=None):
 
     top = np.sqrt(2.0 * np.log(max(K, 2)))
     pol, name, gap = solve_weights(
-        threshold_segments(K, t), delta, window=default_window(delta, K),
+        threshold_segments(K, t), delta, window=default_window(K, delta),
         lp_range=(-top - 5.0, max(delta, top) + 5.0), spacing=grid_spacing(K),
         w_start=w_start, start_name="neighbour", gap_target=1e-9,
     )
@@ -530,7 +530,7 @@ def _two_level_inner(K: int, delta: float, t1: float, t2: float, seeds=None):
 
     segs = two_level_segments(K, t1, t2)
     top = np.sqrt(2.0 * np.log(max(K, 2)))
-    window = default_window(delta, K)
+    window = default_window(K, delta)
     ex = exchange_lp(segs, delta, window=window, lp_range=(-top - 5.0, max(delta, top) + 5.0),
                      tol=1e-9, max_iter=5, spacing=grid_spacing(K), n_blocks=2, seed_crossings=seeds)
     ev = evaluate_tv(segs, ex.weights, delta, window=window, spacing=grid_spacing(K), hessian=False)

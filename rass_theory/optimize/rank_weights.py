@@ -227,12 +227,12 @@ def _kkt_continuation(K: int, delta: float, nb, source: str = "cached") -> Optim
         if w_new is None:
             return None
         if d != delta:
-            ev = evaluate_tv([seg], w_new, float(d), window=default_window(d, K),
+            ev = evaluate_tv([seg], w_new, float(d), window=default_window(K, d),
                              spacing=grid_spacing(K), hessian=False)
             if ev.crossings.size != c.size or _left_in_A(ev) != left:
                 return None
             w, c = w_new, ev.crossings
-    ev = evaluate_tv([seg], w_new, delta, window=default_window(delta, K),
+    ev = evaluate_tv([seg], w_new, delta, window=default_window(K, delta),
                      spacing=grid_spacing(K), hessian=False)
     gap = min(fw_gap(ev, w_new), certified_gap(ev, w_new))
     if gap > _GAP_TARGET:
@@ -248,7 +248,7 @@ def _kkt_continuation(K: int, delta: float, nb, source: str = "cached") -> Optim
 def _top_vertex(K: int, delta: float) -> OptimalWeightsResult | None:
     """The top rank alone, if its certificate is within 1e-12 of the acceptance (large delta)."""
     w = np.eye(K)[K - 1]
-    ev = evaluate_tv([_segment(K)], w, delta, window=default_window(delta, K),
+    ev = evaluate_tv([_segment(K)], w, delta, window=default_window(K, delta),
                      spacing=grid_spacing(K), hessian=False)
     gap = min(fw_gap(ev, w), certified_gap(ev, w))
     if gap > 1e-12 * ev.acceptance:
@@ -268,7 +268,7 @@ def _solve(K: int, delta: float, w_start=None, start_name: str = "warm",
         # large delta: the top rank is the usual optimum; one exact evaluation certifies it
         w_start, start_name, near = np.eye(K)[K - 1], "top-rank", True
     pol, name, gap = solve_weights(
-        [_segment(K)], delta, window=default_window(delta, K), lp_range=lp_range(K, delta),
+        [_segment(K)], delta, window=default_window(K, delta), lp_range=lp_range(K, delta),
         spacing=grid_spacing(K), w_start=w_start, start_name=start_name, gap_target=_GAP_TARGET,
         seed_crossings=seed_crossings, try_newton_first=near,
     )

@@ -170,7 +170,7 @@ class RASSVerifier(_TorchVerifier):
         device-to-host copy of ``n`` floats, a synchronisation on an accelerator).
         ``"interpolated"`` interpolates the certified optima *on the device* for every batch
         (no synchronisation; NumPy's ``"interpolated"`` gives the same weights to rounding).
-        A callable is called as ``weights(delta, K)`` with the per-row ``delta`` tensor on the
+        A callable is called as ``weights(K, delta)`` with the per-row ``delta`` tensor on the
         device and must return a tensor ``(K,)`` or ``(n, K)`` there.  Exactness holds for any
         weights.  ``expected_acceptance`` always refers to the weights this verifier uses.
     delta : float, optional
@@ -234,7 +234,7 @@ class RASSVerifier(_TorchVerifier):
                 return _optimal_single(K, float(self.delta))
             return resolve_row_weights(self.weights, K, np.array([delta]), np.array([False]))
         if callable(self.weights):
-            out = self.weights(torch.tensor([delta], dtype=torch.float64), K)
+            out = self.weights(K, torch.tensor([delta], dtype=torch.float64))
             out = out.detach().cpu().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
             return check_weights(out.reshape(-1)[-K:] if out.ndim == 2 else out, K)
         raise ValueError("per-row weights (n, K) have no single acceptance")
@@ -265,7 +265,7 @@ class RASSVerifier(_TorchVerifier):
                 return interpolate_weights(grid, table, batch.delta_safe)
             return batch_weights(self.weights, batch)     # "optimal": NumPy's resolution, on the host
         if callable(self.weights):
-            w = self.weights(batch.delta, K)
+            w = self.weights(K, batch.delta)
             if not isinstance(w, torch.Tensor) or w.device != batch.delta.device:
                 raise TypeError("a weights callable must return a torch.Tensor on the inputs' device")
         else:

@@ -41,7 +41,7 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    spec : "optimal", "interpolated", "uniform", array (K,), or callable ``(delta, K) -> weights``
+    spec : "optimal", "interpolated", "uniform", array (K,), or callable ``(K, delta) -> weights``
         ``"optimal"`` uses ``optimal_rank_weights(K, delta).weights`` (cached) when every row
         has the same ``delta`` (to 12 significant digits) and ``optimal_weights_interpolator(K)`` otherwise;
         ``"interpolated"`` uses the interpolator for every batch.  A callable is
@@ -82,15 +82,15 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
         if n == 0:
             return np.full(K, 1.0 / K)
         if single:
-            return check_row_weights(spec(float(delta[0]), K), K, n, "weights(delta, K)")
+            return check_row_weights(spec(K, float(delta[0])), K, n, "weights(K, delta)")
         try:
-            out = np.asarray(spec(delta, K), dtype=np.float64)
+            out = np.asarray(spec(K, delta), dtype=np.float64)
         except Exception:  # noqa: BLE001 - a scalar-only callable: fall back to one call per delta
             out = None
         if out is not None and out.shape == (n, K):
-            return check_row_weights(out, K, n, "weights(delta, K)")
+            return check_row_weights(out, K, n, "weights(K, delta)")
         values, inverse = np.unique(delta, return_inverse=True)
-        table = np.stack([check_row_weights(spec(float(v), K), K, n, "weights(delta, K)") for v in values])
+        table = np.stack([check_row_weights(spec(K, float(v)), K, n, "weights(K, delta)") for v in values])
         return table[inverse.reshape(-1)]
     return check_weights(spec, K, name="weights")
 

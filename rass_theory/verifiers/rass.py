@@ -42,7 +42,7 @@ class RASSVerifier(BuiltinVerifier):
 
     Parameters
     ----------
-    weights : "optimal", "uniform", array (K,), or callable ``(delta, K) -> weights``
+    weights : "optimal", "uniform", array (K,), or callable ``(K, delta) -> weights``
     residual : {"inverse", "rejection"}
         Inverse-CDF residual draw (default; uses one uniform per row) or the rejection sampler
         (cross-check; consumes a data-dependent number of draws after the fixed block, so rows
@@ -133,7 +133,7 @@ def rass(weights="optimal", residual: str = "inverse", orthogonal: str = "select
     Parameters
     ----------
     weights : "optimal" (default; ``None`` means the same), "interpolated", "uniform", array (K,),
-        or callable ``(delta, K) -> weights``.  Rank weights, ascending ranks.  ``"optimal"``
+        or callable ``(K, delta) -> weights``.  Rank weights, ascending ranks.  ``"optimal"``
         solves ``optimal_rank_weights(K, delta)`` when the batch has one ``delta`` (to 12
         significant digits) and uses ``optimal_weights_interpolator(K)`` for per-row deltas;
         ``"interpolated"`` uses the interpolator for every batch.  Both mean the same on the

@@ -301,7 +301,7 @@ def compare(rule, K, delta, weights=None):
     if rule == "bound":
         ref_acc, ref_rej, _ = bound(K, delta)
         res = bound_module.list_coupling_bound(K, delta)
-        return _errors(res.acceptance, res.rejection, ref_acc, ref_rej)
+        return _errors(res.acceptance, res.rejection_probability, ref_acc, ref_rej)
     if rule == "rass":
         ref_acc, ref_tv = rass_tv(weights, delta)
         return _errors(rt.acceptance("rass", K, delta, weights=weights),

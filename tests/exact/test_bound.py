@@ -44,7 +44,7 @@ class TestValues:
         assert res.acceptance <= grid_min + 1e-12
         assert res.acceptance == pytest.approx(float(_J(res.t, K, delta)), rel=1e-12, abs=1e-300)
         assert 0.0 <= res.acceptance <= 1.0
-        assert res.acceptance + res.rejection == pytest.approx(1.0, abs=1e-15)
+        assert res.acceptance + res.rejection_probability == pytest.approx(1.0, abs=1e-15)
 
     @pytest.mark.parametrize("K,delta", [(2, 0.7), (8, 1.3), (100, 2.0)])
     def test_stationarity(self, K, delta):
@@ -55,13 +55,13 @@ class TestValues:
 
     def test_zero_delta(self):
         assert bound.acceptance_bound(5, 0.0) == 1.0
-        assert bound.bound_rejection(5, 0.0) == 0.0
+        assert bound.bound_rejection_probability(5, 0.0) == 0.0
 
     def test_extremes_finite(self):
         for K in (2, 1024):
             for delta in (1e-300, 1e-12, 40.0, 1e3):
                 res = bound.list_coupling_bound(K, delta)
-                assert all(math.isfinite(v) for v in (res.acceptance, res.rejection))
+                assert all(math.isfinite(v) for v in (res.acceptance, res.rejection_probability))
                 assert 0.0 <= res.acceptance <= 1.0
         # tiny acceptance keeps relative accuracy: J = Phi(t - delta) + (1 - Phi(t)^K)
         assert 0.0 < bound.acceptance_bound(2, 40.0) < 1e-80

@@ -27,7 +27,7 @@ def test_default_range_is_tight():
 
 
 def test_window_contains_the_top_order_statistic():
-    lo, hi = window(0.5, 4096)
+    lo, hi = window(4096, 0.5)
     assert lo == -half_width(4096) and hi == pytest.approx(np.sqrt(2 * np.log(4096)) + half_width(4096))
 
 

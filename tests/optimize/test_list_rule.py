@@ -72,7 +72,7 @@ def test_acceptance_matches_mpmath(K, delta):
     assert abs(float(t_a) - rule.t_keep) < 1e-10 * max(1.0, abs(rule.t_keep))
     assert abs(float(acc) - rule.acceptance) < 1e-13
     assert abs(float(bound) - rule.acceptance) < 1e-13
-    assert abs(float(1 - bound) - rule.rejection) <= 1e-12 * float(1 - bound) + 1e-300
+    assert abs(float(1 - bound) - rule.rejection_probability) <= 1e-12 * float(1 - bound) + 1e-300
 
 
 @pytest.mark.parametrize("K", GRID_K)
@@ -83,7 +83,7 @@ def test_grid_attains_bound(K):
         assert abs(rule.acceptance - rt.acceptance_bound(K, delta)) <= 1e-15, (K, delta)
         assert abs(rule.gap) <= 1e-15
         assert rt.acceptance("optimal_list", K, delta) == rule.acceptance
-        assert rt.rejection_probability("optimal_list", K, delta) == rule.rejection
+        assert rt.rejection_probability("optimal_list", K, delta) == rule.rejection_probability
 
 
 @pytest.mark.parametrize("K,delta", [(1, 0.7), (1, 3.0), (2, 0.0), (5, 0.0), (4, 1e-9), (8, 1e-5), (2, 40.0),

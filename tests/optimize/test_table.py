@@ -16,7 +16,7 @@ def empty_cache():
 
 
 def _gap(K, delta, w):
-    ev = evaluate_tv([rw._segment(K)], w, delta, window=default_window(delta, K),
+    ev = evaluate_tv([rw._segment(K)], w, delta, window=default_window(K, delta),
                      spacing=rw.grid_spacing(K), hessian=False)
     return min(fw_gap(ev, w), certified_gap(ev, w)), ev
 

@@ -220,7 +220,7 @@ class TestOptimalWeights:
     def test_callable_weights_on_device(self):
         calls = []
 
-        def uniform_weights(delta, K):
+        def uniform_weights(K, delta):
             calls.append(delta.shape)
             return torch.full((K,), 1.0 / K, dtype=delta.dtype, device=delta.device)
 

@@ -10,7 +10,7 @@ K4_RULES = {
     "rass": lambda: verifiers.rass(),
     "rass_uniform": lambda: verifiers.rass(weights="uniform"),
     "rass_array": lambda: verifiers.rass(weights=[0.1, 0.2, 0.3, 0.4]),
-    "rass_callable": lambda: verifiers.rass(weights=lambda delta, K: np.full(K, 1.0 / K)),
+    "rass_callable": lambda: verifiers.rass(weights=lambda K, delta: np.full(K, 1.0 / K)),
     "rass_rejection": lambda: verifiers.rass(residual="rejection"),
     "rass_fresh": lambda: verifiers.rass(orthogonal="fresh"),
     "resample": lambda: verifiers.resample(),

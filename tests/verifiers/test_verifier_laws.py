@@ -55,7 +55,7 @@ def test_expected_acceptance_matches_public_api():
         rt.acceptance("rmc", 1, 0.9), rel=1e-9)
 
 
-def _smooth_weights(delta, K):
+def _smooth_weights(K, delta):
     """A deterministic per-row weight map (shifts mass to the top rank as delta grows)."""
     delta = np.asarray(delta, dtype=float)
     logits = np.multiply.outer(np.atleast_1d(delta), np.arange(K, dtype=float))
@@ -94,7 +94,7 @@ def test_per_row_deltas_give_correct_law_per_group(name, nodes):
         if name == "dgrs":
             exact = rt.acceptance("dgrs", K, delta)
         else:
-            w = _smooth_weights(delta, K) if name == "rass_callable" else np.array([0.1, 0.2, 0.3, 0.4])
+            w = _smooth_weights(K, delta) if name == "rass_callable" else np.array([0.1, 0.2, 0.3, 0.4])
             exact = rt.acceptance("rass", K, delta, weights=w)
         assert acceptance_z(accepted[rows], exact) < 4.5, (delta, accepted[rows].mean(), exact)
 
