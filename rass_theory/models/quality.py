@@ -68,7 +68,7 @@ def digits_quality(samples, rng=0) -> DigitsQuality:
     Samples are first put on the data's grid (pixels clipped to ``[0, 16]`` and rounded to
     integers), as real digits are.
     """
-    from .exactness import classifier_two_sample_test
+    from ..stats.two_sample import classifier_two_sample_test
 
     x = np.asarray(samples, dtype=np.float64)
     if x.ndim != 2 or x.shape[1] != 64:
