@@ -28,13 +28,7 @@ class _LazyGroup(click.Group):
         if name not in _SUBCOMMANDS:
             return None
         module_name, attr = _SUBCOMMANDS[name]
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:  # pragma: no cover - only while a subcommand is absent
-            if exc.name == module_name:
-                return None
-            raise
-        return getattr(module, attr)
+        return getattr(importlib.import_module(module_name), attr)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
