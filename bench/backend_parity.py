@@ -92,11 +92,26 @@ def main(argv=None):
     for label, acc in zip(("numpy", "torch"), results["rass"]):
         rate = float(acc.mean())
         print(f"{label:7s}  {rate:.6f}         {exact:.6f}   {(rate - exact) / se:+.2f}")
-    w_np = nv.rass().weights_for(K, delta[:2000])
-    batch = type("B", (), {"K": K, "n": 2000, "dtype": torch.float64, "device": torch.device("cpu"),
-                           "delta": torch.from_numpy(delta[:2000])})()
-    w_t = tv.rass()._device_weights(batch).numpy()
-    print(f"\nmax |w_numpy - w_torch| over 2000 rows: {np.abs(w_np - w_t).max():.2e}")
+    from rass_theory.verifiers._core import prepare
+    from rass_theory.verifiers._weights import batch_weights
+
+    for spec in ("optimal", "interpolated"):
+        b_np = prepare(children[:2000], mu_d[:2000], mu_t[:2000], sigma, 0)
+        b_t = prepare(tc[:2000], tmd[:2000], tmt[:2000], sigma, 0)
+        w_np = np.broadcast_to(batch_weights(spec, b_np), (2000, K))
+        w_t = np.broadcast_to(tv.rass(spec).device_weights(b_t).numpy(), (2000, K))
+        print(f"max |w_numpy - w_torch| over 2000 rows, weights={spec!r}: {np.abs(w_np - w_t).max():.2e}")
+
+    # one delta for the whole batch: both back ends solve the exact optimum
+    d1 = 0.8
+    mu_t1 = mu_d + sigma * d1 * (mu_t - mu_d) / (sigma * delta[:, None])
+    exact1 = rt.acceptance("rass", K, d1)
+    se1 = math.sqrt(exact1 * (1 - exact1) / n)
+    print(f"\nsingle delta = {d1}: exact optimum acceptance {exact1:.6f}")
+    for label, v, args_ in (("numpy", nv.rass(), (children, mu_d, mu_t1, sigma, 2)),
+                            ("torch", tv.rass(), (tc, tmd, torch.from_numpy(mu_t1), sigma, 2))):
+        rate = float(np.asarray(v(*args_).accepted).mean())
+        print(f"{label:7s}  {rate:.6f}   z = {(rate - exact1) / se1:+.2f}")
 
 
 if __name__ == "__main__":
