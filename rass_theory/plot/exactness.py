@@ -58,10 +58,10 @@ LIGHT_HARNESS = {"n_permutations": 199, "two_sample_size": 200}
 
 
 def _run(verifier, K, delta, dim, n_samples, alpha, seed, options=None):
-    from rass_theory.stats.harness import check_exactness
+    from rass_theory.scale.check import check_exactness
 
     return check_exactness(verifier, K=K, delta=delta, dim=dim, n_samples=n_samples, alpha=alpha, rng=seed,
-                              **(options or {}))
+                           **(options or {}))
 
 
 def certificate_data(verifiers=None, *, K=4, delta=0.5, dim=8, n_samples=200_000, alpha=1e-3, seed=0,

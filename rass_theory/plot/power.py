@@ -36,12 +36,12 @@ def harness_family(K=4, delta=0.5, dim=8, alpha=1e-3, false_pass_rate=0.01) -> d
     with these values.
     """
     from rass_theory import verifiers
-    from rass_theory.stats.harness import check_exactness
+    from rass_theory.scale.check import check_exactness
     from rass_theory.stats.harness import DEFAULT_N_BINS
     from rass_theory.stats.power import detectable_ks_distance
 
     rep = check_exactness(verifiers.rass(), K=K, delta=delta, dim=dim, n_samples=1000, alpha=alpha, rng=0,
-                             false_pass_rate=false_pass_rate)
+                          false_pass_rate=false_pass_rate)
     n_tests = sum(1 for t in rep.tests if t.name != "contract")
     mine = detectable_ks_distance(rep.n_valid, alpha, n_tests, false_pass_rate, DEFAULT_N_BINS)
     if not np.isclose(mine, rep.detectable_ks_distance, rtol=1e-12):
@@ -118,9 +118,8 @@ def mutant_power_data(mutant, ns, *, reps=10, K=4, delta=0.5, dim=8, alpha=1e-3,
     """
     import inspect
 
-    from scipy import stats
-
-    from rass_theory.stats.harness import check_exactness
+    from rass_theory.scale.check import check_exactness
+    from rass_theory.stats.tests import clopper_pearson
 
     name, factory = mutant
     ns = check_ints(ns, "ns", minimum=100)
@@ -139,8 +138,7 @@ def mutant_power_data(mutant, ns, *, reps=10, K=4, delta=0.5, dim=8, alpha=1e-3,
                                   rng=derive_seed(seed, 2000 + i, r), **(harness_options or {}))
             rej += int(not rep.passed)
             prog.step(int(n))
-        lo = 0.0 if rej == 0 else float(stats.beta.ppf(0.025, rej, reps - rej + 1))
-        hi = 1.0 if rej == reps else float(stats.beta.ppf(0.975, rej + 1, reps - rej))
+        lo, hi = clopper_pearson(rej, reps, 0.95)
         rows.append({"mutant": name, "n": int(n), "reps": reps, "rejections": rej, "rate": rej / reps,
                      "ci_low": lo, "ci_high": hi})
     return Table.from_records(rows, meta={"mutant": name, "K": K, "delta": delta, "dim": dim, "alpha": alpha,
