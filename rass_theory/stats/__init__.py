@@ -14,7 +14,8 @@ run ``backend="numpy"`` unless given a ``chunk_stream`` (this package imports no
 Modules: ``node`` (heterogeneous per-row nodes, seeds, chunk plan), ``rowstats`` (a chunk's
 statistics in each row's standardised frame), ``streaming`` (mergeable counts), ``tests``
 (hypothesis tests on the counts), ``power`` (detectable discrepancies), ``harness``, ``certify``
-(grids, the default run), ``checkpoint``, ``report``.
+(grids, the default run), ``checkpoint``, ``report``; ``two_sample`` (model-free two-sample tests of
+two samples -- energy distance, C2ST, marginal KS -- used by ``diffusion`` and ``models``).
 """
 from __future__ import annotations
 
