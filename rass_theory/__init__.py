@@ -11,50 +11,25 @@ machinery (torch, dask, matplotlib) until it is used.
 """
 from __future__ import annotations
 
-import importlib
+import lazy_loader
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
-_LAZY_ATTRIBUTES = {
-    "acceptance": "rass_theory.optimize.dispatch",
-    "dgrs_residual_masses": "rass_theory.exact.dgrs",
-    "rejection_probability": "rass_theory.optimize.dispatch",
-    "acceptance_bound": "rass_theory.exact.bound",
-    "bound_threshold": "rass_theory.exact.bound",
-    "selected_law": "rass_theory.exact.selected",
-    "residual_law": "rass_theory.exact.selected",
-    "Rank1Frame": "rass_theory.frame",
-    "optimal_rank_weights": "rass_theory.optimize.rank_weights",
-    "optimal_list_rule": "rass_theory.optimize.list_rule",
-    "optimal_weights_table": "rass_theory.optimize.rank_weights",
-    "check_exactness": "rass_theory.scale.check",
-    "certify": "rass_theory.scale.check",
-}
-_LAZY_SUBMODULES = {
-    "exact", "optimize", "verifiers", "mutants", "stats", "diffusion", "plot", "scale", "frame",
-    "policies",
-}
-
-__all__ = sorted(list(_LAZY_ATTRIBUTES) + list(_LAZY_SUBMODULES) + ["__version__"])
-
-
-def __getattr__(name: str):
-    if name in _LAZY_ATTRIBUTES:
-        module = importlib.import_module(_LAZY_ATTRIBUTES[name])
-        value = getattr(module, name)
-        globals()[name] = value
-        return value
-    if name in _LAZY_SUBMODULES:
-        target = "rass_theory.optimize.policies" if name == "policies" else f"rass_theory.{name}"
-        module = importlib.import_module(target)
-        globals()[name] = module
-        return module
-    if name == "torch":
-        # ``rass_theory.torch`` is a subpackage; imported explicitly by users who want it.
-        return importlib.import_module("rass_theory.torch")
-    raise AttributeError(f"module 'rass_theory' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+# SPEC 1 lazy loading (lazy_loader): module -> the public names it defines
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=["exact", "optimize", "verifiers", "mutants", "stats", "diffusion", "plot", "scale", "frame",
+                "backend"],
+    submod_attrs={
+        "optimize": ["policies"],
+        "optimize.dispatch": ["acceptance", "rejection_probability"],
+        "exact.dgrs": ["dgrs_residual_masses"],
+        "exact.bound": ["acceptance_bound", "bound_threshold"],
+        "exact.selected": ["selected_law", "residual_law"],
+        "frame": ["Rank1Frame"],
+        "optimize.rank_weights": ["optimal_rank_weights", "optimal_weights_table"],
+        "optimize.list_rule": ["optimal_list_rule"],
+        "scale.check": ["check_exactness", "certify"],
+    },
+)
+__all__ = sorted(__all__ + ["__version__"])

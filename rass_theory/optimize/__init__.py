@@ -3,6 +3,7 @@
 Public entry points: :func:`optimal_rank_weights`, :func:`optimal_weights_table`,
 :func:`optimal_weights_interpolator` and the :mod:`~rass_theory.optimize.policies` module.
 """
+from . import policies
 from .rank_weights import (
     OptimalWeightsInterpolator,
     OptimalWeightsResult,
@@ -13,6 +14,7 @@ from .rank_weights import (
 )
 
 __all__ = [
+    "policies",
     "OptimalWeightsInterpolator",
     "OptimalWeightsResult",
     "OptimalWeightsTable",

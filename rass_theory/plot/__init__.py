@@ -14,7 +14,7 @@ lazily, so ``import rass_theory.plot`` does not pull in the optimiser or the har
 """
 from __future__ import annotations
 
-import importlib
+import lazy_loader
 
 _LAZY = {
     # style and data container
@@ -33,16 +33,8 @@ _LAZY = {
     "read_sweep_csv": "diffusion", "embedded_sweep": "diffusion", "plot_gm_speedup": "diffusion",
 }
 
-__all__ = sorted(_LAZY)
+_MODULES: dict = {}
+for _name, _module in _LAZY.items():
+    _MODULES.setdefault(_module, []).append(_name)
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_MODULES)

@@ -8,14 +8,7 @@ All are imported lazily so that ``import rass_theory.scale`` imports neither das
 """
 from __future__ import annotations
 
-__all__ = ["run_chunks_dask", "check_exactness", "certify"]
+import lazy_loader
 
-
-def __getattr__(name):
-    if name == "run_chunks_dask":
-        from .dask_backend import run_chunks_dask
-        return run_chunks_dask
-    if name in ("check_exactness", "certify"):
-        from . import check
-        return getattr(check, name)
-    raise AttributeError(f"module 'rass_theory.scale' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__, submod_attrs={"dask_backend": ["run_chunks_dask"], "check": ["check_exactness", "certify"]})
