@@ -12,29 +12,15 @@ states, output validation).  Importing this package imports torch; ``import rass
 """
 from __future__ import annotations
 
-import importlib
+import lazy_loader
 
-__all__ = ["VelocityModel", "ModelOutputError", "from_velocity", "from_edm_denoiser", "from_gaussian_mixture",
-           "from_diffusers", "digits_flow", "edm_to_flow"]
-
-_LAZY = {
-    "VelocityModel": "adapters", "ModelOutputError": "adapters", "from_velocity": "adapters",
-    "from_edm_denoiser": "adapters", "from_gaussian_mixture": "adapters", "edm_to_flow": "adapters",
-    "from_diffusers": "diffusers_adapter", "digits_flow": "digits",
-}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"rass_theory.models.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    if name in ("adapters", "digits", "diffusers_adapter"):
-        module = importlib.import_module(f"rass_theory.models.{name}")
-        globals()[name] = module
-        return module
-    raise AttributeError(f"module 'rass_theory.models' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=["adapters", "digits", "diffusers_adapter"],
+    submod_attrs={
+        "adapters": ["VelocityModel", "ModelOutputError", "from_velocity", "from_edm_denoiser",
+                     "from_gaussian_mixture", "edm_to_flow"],
+        "diffusers_adapter": ["from_diffusers"],
+        "digits": ["digits_flow"],
+    },
+)

@@ -19,29 +19,12 @@ two samples -- energy distance, C2ST, marginal KS -- used by ``diffusion`` and `
 """
 from __future__ import annotations
 
-import importlib
+import lazy_loader
 
-__all__ = ["check_exactness", "certify", "ExactnessReport", "ExactnessCounts", "CertifyResult",
-           "StatisticalTest", "detectable_ks_distance"]
-
-_LAZY = {
-    "check_exactness": "rass_theory.stats.harness",
-    "certify": "rass_theory.stats.certify",
-    "CertifyResult": "rass_theory.stats.certify",
-    "ExactnessReport": "rass_theory.stats.report",
-    "StatisticalTest": "rass_theory.stats.report",
-    "ExactnessCounts": "rass_theory.stats.streaming",
-    "detectable_ks_distance": "rass_theory.stats.power",
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rass_theory.stats' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
+    "harness": ["check_exactness"],
+    "certify": ["certify", "CertifyResult"],
+    "report": ["ExactnessReport", "StatisticalTest"],
+    "streaming": ["ExactnessCounts"],
+    "power": ["detectable_ks_distance"],
+})
