@@ -8,7 +8,7 @@ is ``1 - TV(g, f)``.  So any policy below can be verified by the same maximal co
 residual as RASS (P2), and optimised by the convex program of P4 when it is linear in its
 weights.
 
-Protocol (docs/ARCHITECTURE.md): ``.K``; ``.select(s (n, K), delta (n,), rng) -> index (n,)``
+Protocol (docs/ARCHITECTURE.md): ``.K``; ``.select(delta (n,), s (n, K), rng) -> index (n,)``
 (column of the selected child); ``.selected_logpdf(delta, s)`` and ``.selected_cdf(delta, s)``
 per row, ``delta (n,)``, ``s (n,)`` or ``(n, m)``.
 """
@@ -45,7 +45,7 @@ class SelectionPolicy(Protocol):
 
     K: int
 
-    def select(self, s: np.ndarray, delta: np.ndarray, rng) -> np.ndarray:
+    def select(self, delta: np.ndarray, s: np.ndarray, rng) -> np.ndarray:
         """Column index ``(n,)`` of the selected child for projections ``s (n, K)``."""
 
     def selected_logpdf(self, delta: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -114,7 +114,7 @@ class RankPolicy(_SegmentMixturePolicy):
         self._seg = RankSegment(self.K)
         self._segments = [self._seg]
 
-    def select(self, s, delta, rng):
+    def select(self, delta, s, rng):
         s = _check_children(s, self.K)
         rng = as_generator(rng)
         order = np.argsort(s, axis=1, kind="stable")
@@ -163,7 +163,7 @@ class ThresholdRankPolicy(_SegmentMixturePolicy):
         self.weights = check_weights(weights, self.K)
         self._segments = threshold_segments(self.K, self.t)
 
-    def select(self, s, delta, rng):
+    def select(self, delta, s, rng):
         s = _check_children(s, self.K)
         rng = as_generator(rng)
         n = s.shape[0]
@@ -456,7 +456,7 @@ class TwoLevelThresholdPolicy(_SegmentMixturePolicy):
         self.weights = np.concatenate([self.weights1, self.weights2])
         self._segments = two_level_segments(self.K, self.t1, self.t2)
 
-    def select(self, s, delta, rng):
+    def select(self, delta, s, rng):
         s = _check_children(s, self.K)
         rng = as_generator(rng)
         n = s.shape[0]
@@ -570,7 +570,7 @@ def optimal_two_level_policy(K, delta, *, n_grid: int = 6) -> TwoLevelPolicyResu
             v = value(t1, t2)
             if best is None or v > best[0]:
                 best = (v, t1, t2)
-    res = minimize(lambda x: -value(x[0], x[1]), x0=[best[1], best[2]], method="Nelder-Mead",
+    minimize(lambda x: -value(x[0], x[1]), x0=[best[1], best[2]], method="Nelder-Mead",
                    options={"xatol": 1e-4, "fatol": 1e-12, "maxfev": 60,
                             "initial_simplex": [[best[1], best[2]], [best[1] + 0.1, best[2]],
                                                 [best[1], best[2] - 0.1]]})

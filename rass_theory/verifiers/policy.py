@@ -41,7 +41,7 @@ class PolicyVerifier(BuiltinVerifier):
     Parameters
     ----------
     policy : SelectionPolicy or callable ``(K, delta) -> SelectionPolicy``
-        An object with ``.K``, ``.select(s (n, K), delta (n,), rng) -> child index (n,)``,
+        An object with ``.K``, ``.select(delta (n,), s (n, K), rng) -> child index (n,)``,
         ``.selected_logpdf(delta (n,), s (n,))`` and ``.selected_cdf(delta (n,), s (n,))``.  A
         factory is called once per distinct ``delta`` of a batch (cached by the caller's
         factory, e.g. the optimal threshold policy).
@@ -135,7 +135,7 @@ class PolicyVerifier(BuiltinVerifier):
                 continue
             delta = delta_all[rows]
             s = batch.s[rows]
-            child = np.asarray(pol.select(s, delta, batch.rng), dtype=np.int64)
+            child = np.asarray(pol.select(delta, s, batch.rng), dtype=np.int64)
             if child.shape != (rows.size,) or np.any((child < 0) | (child >= K)):
                 raise ValueError(f"policy.select must return child indices in [0, {K - 1}] of shape "
                                  f"({rows.size},), got shape {child.shape}")

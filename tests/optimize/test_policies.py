@@ -80,7 +80,7 @@ class TestSelectedLaw:
         rng = np.random.default_rng(20261130)
         n = 200_000
         s = rng.standard_normal((n, policy.K))
-        idx = policy.select(s, np.zeros(n), rng)
+        idx = policy.select(np.zeros(n), s, rng)
         x = s[np.arange(n), idx]
         edges = np.concatenate([[-np.inf], np.quantile(x, np.linspace(0.05, 0.95, 19)), [np.inf]])
         cdf = policy.selected_cdf(np.zeros(edges.size), edges[:, None])[:, 0]

@@ -109,7 +109,7 @@ class TopOrFirstPolicy:
     def __init__(self, K, t):
         self.K, self.t = K, t
 
-    def select(self, s, delta, rng):
+    def select(self, delta, s, rng):
         top = np.argmax(s, axis=1)
         return np.where(s[np.arange(s.shape[0]), top] >= self.t, top, 0)
 
