@@ -9,6 +9,12 @@ the contract checker can expose it.  Every one is wrong in law (or in contract) 
 default cell ``K = 4, delta = 0.5, dim = 8``; ``tests/test_mutants_unit.py`` shows the size of the
 discrepancy for each, analytically or by Monte Carlo.
 
+Most mutants are an exact rule's kernel (:mod:`rass_theory.verifiers.kernels`) with one piece
+swapped -- the selection, the ratio, the residual, the orthogonal part or the rebuild of
+:class:`~rass_theory.verifiers.kernels.RankPieces`, or the order and levels of
+:func:`~rass_theory.verifiers.kernels.dgrs_kernel` -- so they run on NumPy arrays and torch
+tensors alike (:data:`BACKENDS`; :mod:`rass_theory.torch.mutants` is this catalogue filtered).
+
 Bugs that look wrong but are *not* wrong in law are deliberately absent: reconstructing the
 correction with another child's ``z_perp``, with ``-z_perp``, or with fresh projected noise all
 give the target law at a single node (every child's orthogonal part is independent of all the
