@@ -136,7 +136,7 @@ class RankPieces:
     orthogonal : callable ``(batch, rows) -> z_perp or None``
         ``None`` keeps the selected child's orthogonal part.
     log_target_ratio : callable ``(batch, s_sel) -> log(f(s_sel) / phi(s_sel))``
-    finish : callable
+    finish : callable ``(batch, chosen, accepted, new_s, rows, z_perp) -> result``
         The rebuild, :func:`rass_theory.verifiers._core.finish`.
     """
 
