@@ -1,4 +1,5 @@
-"""Torch twins of the verifiers and the torch chunk runner of the exactness harness.
+"""Torch verifiers (the shared kernels of :mod:`rass_theory.verifiers.kernels` on tensors), the
+mutants that run on tensors, and the torch chunk runner of the exactness harness.
 
 ``rass_theory.torch.verifiers.rmc() / .dgrs() / .rass(...) / .threshold(...) / .resample()`` follow
 the verifier contract of ``docs/ARCHITECTURE.md`` on tensors and a ``torch.Generator``; dtype and device
@@ -11,6 +12,6 @@ from __future__ import annotations
 from . import verifiers
 from ..verifiers._tensors import TorchVerifierResult
 from .harness import resolve_device, run_chunk_torch
-from . import mutants  # noqa: E402 - after verifiers, which the mutants compose
+from . import mutants
 
 __all__ = ["verifiers", "mutants", "run_chunk_torch", "resolve_device", "TorchVerifierResult"]

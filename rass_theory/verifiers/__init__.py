@@ -1,4 +1,7 @@
-"""Batched NumPy verifiers for speculative sampling, and the verifier contract checker.
+"""Batched verifiers for speculative sampling, and the verifier contract checker.
+
+The NumPy classes here and their torch twins (:mod:`rass_theory.torch.verifiers`) run the same
+kernels (:mod:`rass_theory.verifiers.kernels`, array namespaces of :mod:`rass_theory.backend`).
 
 Every verifier is a callable
 
