@@ -183,7 +183,7 @@ def _cell_checkpoint(path, i):
 
 
 def certify(verifier, cells=None, *, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rng=None, show=True, console=None,
-            checkpoint=None, checkpoint_every=5, dtype=DEFAULT_DTYPES, **kwargs) -> CertifyResult:
+            checkpoint=None, checkpoint_every=5, dtype=DEFAULT_DTYPES, chunk_stream=None, **kwargs) -> CertifyResult:
     """Check ``verifier`` on every cell of a grid with the family-wise error held across the grid.
 
     Parameters
@@ -198,6 +198,9 @@ def certify(verifier, cells=None, *, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rn
         prints it.
     show : bool, default True
         Print one rich table.
+    chunk_stream : callable, optional
+        The chunk runner of every cell (``None``: NumPy); :func:`rass_theory.scale.check.certify`
+        passes the one of ``backend``.
     console : rich.console.Console, optional
     checkpoint : path, optional
         Cell ``i`` checkpoints to ``<stem>.cell<i><suffix>``; a rerun resumes every cell.
@@ -249,7 +252,7 @@ def certify(verifier, cells=None, *, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rn
     for cfg in cfgs:
         node = build_node(cfg)
         t_cell = time.perf_counter()
-        counts, start = collect_counts(verifier, cfg, node)
+        counts, start = collect_counts(verifier, cfg, node, chunk_stream)
         raw = raw_tests(counts, node, cfg)
         runs.append((cfg, node, counts, raw, start, time.perf_counter() - t_cell))
     # far tails pooled over the whole grid (cells of one dimension pool together)

@@ -24,7 +24,6 @@ the run passes when none is rejected and the contract held on every row.
 """
 from __future__ import annotations
 
-import contextvars
 import math
 import numbers
 import os
@@ -402,15 +401,9 @@ def numpy_chunk_stream(verifier, node, specs, cfg: HarnessConfig):
 
 #: the chunk stream of the running :func:`certify` call (``stats/certify.py`` calls
 #: :func:`collect_counts` without one)
-_CHUNK_STREAM = contextvars.ContextVar("rass_theory_chunk_stream", default=None)
-
-
 def resolve_chunk_stream(cfg: HarnessConfig, chunk_stream=None):
-    """``chunk_stream`` if given (else the one of the enclosing :func:`certify` call), else the
-    NumPy stream; a ``"torch"``/``"dask"`` config needs its stream from
-    :mod:`rass_theory.scale.check` (this package does not import those backends)."""
-    if chunk_stream is None:
-        chunk_stream = _CHUNK_STREAM.get()
+    """``chunk_stream`` if given, else the NumPy stream; a ``"torch"``/``"dask"`` config needs its
+    stream from :mod:`rass_theory.scale.check` (this package does not import those backends)."""
     if chunk_stream is not None:
         if not callable(chunk_stream):
             raise TypeError(f"chunk_stream must be callable (verifier, node, specs, cfg), "
@@ -726,13 +719,8 @@ def certify(verifier, cells=None, *, chunk_stream=None, **kwargs):
 
     See :func:`rass_theory.stats.certify.certify`; the public entry, which picks the chunk
     stream of ``backend``, is :func:`rass_theory.scale.check.certify` (``rt.certify``).
-    ``chunk_stream`` as for :func:`check_exactness` (``None``: NumPy); it is in effect for every
-    :func:`collect_counts` of this call without an explicit stream.
+    ``chunk_stream`` as for :func:`check_exactness` (``None``: NumPy), used for every cell.
     """
     from .certify import certify as _certify
 
-    token = _CHUNK_STREAM.set(chunk_stream)
-    try:
-        return _certify(verifier, cells, **kwargs)
-    finally:
-        _CHUNK_STREAM.reset(token)
+    return _certify(verifier, cells, chunk_stream=chunk_stream, **kwargs)
