@@ -112,8 +112,8 @@ class DGRSVerifier(_TorchVerifier):
     -----
     Child ``k`` (1-based) is accepted w.p. ``min(1, r_{k-1}(s_k)/phi(s_k))`` with the closed-form
     residuals ``r_k/phi = b_k expm1(delta (s - c_k))`` (:func:`rass_theory.exact.torch_laws.dgrs_levels`,
-    float64; the kernel :func:`rass_theory.verifiers.kernels.dgrs_kernel` is shared with NumPy); after ``K`` rejections ``s'`` is drawn from ``r_K`` by inverse CDF and child 0's
-    ``z_perp`` is kept.  Acceptance ``1 - prod_k Z_k`` (proof ``P3-dgrs-closed-form``).
+    float64; the kernel :func:`rass_theory.verifiers.kernels.dgrs_kernel` is NumPy's); after ``K``
+    rejections ``s'`` is drawn from ``r_K`` by inverse CDF and child 0's ``z_perp`` is kept.  Acceptance ``1 - prod_k Z_k`` (proof ``P3-dgrs-closed-form``).
     Random numbers: ``K + 1`` uniforms per row (one tensor ``(n, K + 1)``).
     """
 
