@@ -194,7 +194,9 @@ def _rounded(residual, rounding):
 def _bfloat16(nx, x):
     """``x`` rounded to bfloat16 (8 significant bits), in float64."""
     if nx.name == "torch":
-        return x.to(__import__("torch").bfloat16).to(x.dtype)
+        import torch
+
+        return x.to(torch.bfloat16).to(x.dtype)
     return round_bfloat16(x)
 
 
@@ -207,7 +209,7 @@ def _orthogonal_piece(kind: str):
         return lambda batch, rows: batch.direction * 0.0 if rows is None else batch.direction[rows] * 0.0
     if kind == "unprojected":
         def fresh(batch, rows):
-            r = batch.n if rows is None else batch.nx.size(rows)
+            r = batch.n if rows is None else rows.shape[0]
             return batch.nx.normal(batch.rng, (r, batch.d), batch.s)
         return fresh
     return kind                                  # resolved per call by _orth_variant

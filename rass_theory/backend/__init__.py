@@ -5,15 +5,16 @@ The POT pattern (``ot.backend``): a kernel asks the inputs for their namespace,
 namespace holds only the operations the kernels of :mod:`rass_theory.verifiers.kernels` need,
 with one meaning on both back ends:
 
-- float64 math: ``log``, ``exp``, ``expm1``, ``log1p``, ``sqrt``, ``log_ndtr``, ``ndtri``,
-  ``logsumexp``, ``where``, ``minimum``, ``maximum``, ``cumsum``, ``amax``, ``norm``;
+- float64 math: ``log``, ``log_ndtr``, ``ndtri``, ``logsumexp``, ``where``, ``minimum``,
+  ``cumsum``, ``count_true``;
 - indexing: ``argsort`` (stable), ``take_along`` (``x[i, idx[i]]``), ``take_rows`` (copies of
   ``children[i, idx[i]]``, bit for bit), ``rows_where`` (the indices of a mask, or ``None`` on
-  an accelerator, where reading them would synchronise the device with the host), ``add_rows``;
-- creation: ``zeros_index``, ``constant``;
-- projection: ``project`` (``<children[i, k], e[i]>`` in float64);
-- randomness: ``uniform`` (``NumPy``: ``Generator.random``, in ``[0, 1)``; torch: ``1 - rand``, in
-  ``(0, 1]``; both are exact uniforms for every decision the kernels make).
+  an accelerator, where reading them would synchronise the device with the host), ``add_rows``,
+  ``copy``, ``cast``, ``is_float32``;
+- creation: ``zeros_index``, ``index_constant``, ``arange``, ``constant``;
+- projection: ``project`` (``<children[i, k], e[i]>`` in float64), ``rowdot``;
+- randomness: ``normal``, ``uniform`` (NumPy: ``Generator.random``, in ``[0, 1)``; torch:
+  ``1 - rand``, in ``(0, 1]``; both are exact uniforms for every decision the kernels make).
 
 ``import rass_theory.backend`` does not import torch: the torch namespace is built the first
 time a tensor is seen.

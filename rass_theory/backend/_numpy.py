@@ -13,13 +13,7 @@ class NumpyBackend:
 
     # -- elementwise -----------------------------------------------------------------------
     log = staticmethod(np.log)
-    exp = staticmethod(np.exp)
-    expm1 = staticmethod(np.expm1)
-    log1p = staticmethod(np.log1p)
-    sqrt = staticmethod(np.sqrt)
-    abs = staticmethod(np.abs)
     minimum = staticmethod(np.minimum)
-    maximum = staticmethod(np.maximum)
     log_ndtr = staticmethod(special.log_ndtr)
     ndtri = staticmethod(special.ndtri)
 
@@ -43,14 +37,6 @@ class NumpyBackend:
     @staticmethod
     def count_true(mask, axis: int):
         return np.count_nonzero(mask, axis=axis)
-
-    @staticmethod
-    def amax(x, axis: int):
-        return np.max(x, axis=axis)
-
-    @staticmethod
-    def norm(x, axis: int):
-        return np.sqrt(np.einsum("nd,nd->n", x, x))
 
     @staticmethod
     def argsort(x, axis: int = 1):
@@ -81,8 +67,8 @@ class NumpyBackend:
         return states
 
     @staticmethod
-    def size(x) -> int:
-        return int(x.shape[0])
+    def copy(x):
+        return x.copy()
 
     @staticmethod
     def cast(x, dtype):

@@ -16,21 +16,12 @@ class TorchBackend:
     float64 = torch.float64
 
     log = staticmethod(torch.log)
-    exp = staticmethod(torch.exp)
-    expm1 = staticmethod(torch.expm1)
-    log1p = staticmethod(torch.log1p)
-    sqrt = staticmethod(torch.sqrt)
-    abs = staticmethod(torch.abs)
     log_ndtr = staticmethod(torch.special.log_ndtr)
     ndtri = staticmethod(torch.special.ndtri)
 
     @staticmethod
     def minimum(a, b):
         return torch.clamp(a, max=b) if not isinstance(b, torch.Tensor) else torch.minimum(a, b)
-
-    @staticmethod
-    def maximum(a, b):
-        return torch.clamp(a, min=b) if not isinstance(b, torch.Tensor) else torch.maximum(a, b)
 
     @staticmethod
     def where(cond, a, b):
@@ -47,14 +38,6 @@ class TorchBackend:
     @staticmethod
     def count_true(mask, axis: int):
         return mask.sum(dim=axis)
-
-    @staticmethod
-    def amax(x, axis: int):
-        return torch.amax(x, dim=axis)
-
-    @staticmethod
-    def norm(x, axis: int):
-        return torch.linalg.vector_norm(x, dim=axis)
 
     @staticmethod
     def argsort(x, axis: int = 1):
@@ -83,8 +66,8 @@ class TorchBackend:
         return states
 
     @staticmethod
-    def size(x) -> int:
-        return int(x.shape[0])
+    def copy(x):
+        return x.clone()
 
     @staticmethod
     def cast(x, dtype):

@@ -185,7 +185,7 @@ def finish(batch: NodeBatch, chosen, accepted, new_s, rows=None, z_perp_fresh=No
             rebuilt = nx.cast(batch.mu_draft + batch.sigma[:, None] * (new_s[:, None] * batch.direction
                                                                       + z_perp_fresh), states.dtype)
         states = nx.where(accepted[:, None], states, rebuilt)
-    elif nx.size(rows):
+    elif rows.shape[0]:
         e = batch.direction[rows]
         sig = batch.sigma[rows]
         if z_perp_fresh is None:

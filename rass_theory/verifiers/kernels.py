@@ -191,7 +191,7 @@ def rank_kernel(batch: NodeBatch, u, pieces: RankPieces):
     log_ratio = pieces.log_target_ratio(batch, s_sel) - pieces.log_selected_ratio(batch, s_sel)
     accepted = accept(nx, log_ratio, u[:, 1], batch.degenerate)
     rows = nx.rows_where(~accepted)
-    if rows is not None and nx.size(rows) == 0:
+    if rows is not None and rows.shape[0] == 0:
         return pieces.finish(batch, child, accepted, s_sel[:0], rows, None)
     new_s = pieces.residual(batch, rows, u[:, 2])
     return pieces.finish(batch, child, accepted, new_s, rows, pieces.orthogonal(batch, rows))
@@ -238,7 +238,7 @@ def dgrs_kernel(batch: NodeBatch, u, *, order=None, level=None, final=None):
     law = laws(nx)
     delta = batch.delta_safe
     levels = law.dgrs_row_levels(K, delta)
-    accepted = batch.degenerate.copy() if nx.name == "numpy" else batch.degenerate.clone()
+    accepted = nx.copy(batch.degenerate)
     chosen = nx.zeros_index(batch.n, batch.s)
     for k in range(K):
         j = k + 1 if level is None else level(k + 1)
@@ -250,7 +250,7 @@ def dgrs_kernel(batch: NodeBatch, u, *, order=None, level=None, final=None):
             chosen = nx.where(take, child, chosen)
             accepted = accepted | take
             continue
-        if nx.size(rows) == 0:
+        if rows.shape[0] == 0:
             break
         p = law.dgrs_accept(j, delta[rows], s_k[rows], law.take_levels(levels, rows))
         hit = rows[u[rows, k] < p]
@@ -260,7 +260,7 @@ def dgrs_kernel(batch: NodeBatch, u, *, order=None, level=None, final=None):
     draw = final if final is not None else (lambda b, d, v, lv: law.dgrs_final(K, d, v, lv))
     if rows is None:
         return finish(batch, chosen, accepted, draw(batch, delta, u[:, K], levels))
-    if nx.size(rows) == 0:
+    if rows.shape[0] == 0:
         return finish(batch, chosen, accepted, batch.s[:0, 0], rows)
     new_s = draw(batch, delta[rows], u[rows, K], law.take_levels(levels, rows))
     return finish(batch, chosen, accepted, new_s, rows)
