@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["exact", "optimize", "verifiers", "mutants", "stats", "diffusion", "plot", "scale", "frame",
-                "backend"],
+                "backend", "torch"],
     submod_attrs={
         "optimize": ["policies"],
         "optimize.dispatch": ["acceptance", "rejection_probability"],
