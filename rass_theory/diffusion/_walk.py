@@ -2,7 +2,10 @@
 
 Both walks return, per trajectory, the committed state, the steps committed, the next round's
 frozen velocity, whether that velocity is the exact target velocity at the committed state, and
-its drift source (``results.DRIFT_SOURCES``).  Same law, same call count (P9 section 4).
+its drift source (``results.DRIFT_SOURCES``).  Same law, same call count (P9 section 4).  The
+kernel's coefficients and the target velocity come from one :class:`~.kernel.PlainKernel`; with a
+:class:`~.trajectories.TrajectoryRecorder` every committed state is recorded with the draft mean
+and the depth it was committed at.
 """
 from __future__ import annotations
 
@@ -22,38 +25,39 @@ def _nearest(children: np.ndarray, y: np.ndarray) -> np.ndarray:
 class RoundWalker:
     """Everything a round needs; the two walks share the per-depth verification and the ending."""
 
-    def __init__(self, target, draft_model, schedule, shape, verifiers, rng, *, prefetch, evaluate_leaves,
-                 record=True):
-        self.target = target
+    def __init__(self, kernel, draft_model, shape, verifiers, rng, *, prefetch, evaluate_leaves,
+                 record=True, recorder=None):
+        self.kernel = kernel
         self.draft_model = draft_model
-        self.schedule = schedule
+        self.schedule = kernel.schedule
         self.shape = shape
         self.verifiers = verifiers
         self.rng = rng
         self.prefetch = prefetch
         self.evaluate_leaves = evaluate_leaves
         self.record = record
+        self.recorder = recorder
 
     # ------------------------------------------------------------------ shared pieces
     def draft_velocity(self, y, kk, v_frozen):
         if self.draft_model is None:
             return v_frozen
-        return self.draft_model.velocity(y, self.schedule.s[kk])
+        return self.draft_model.velocity(y, self.kernel.s[kk])
 
     def verify(self, j, y, kk, u_target, u_draft, children_fn, round_ids, node_rows):
         """Verify the children of nodes ``y`` (rows at depth ``j``, steps ``kk``)."""
-        sch = self.schedule
+        kernel = self.kernel
         Kj = self.shape.widths[j]
-        mu_t = sch.mean(kk, y, u_target)
-        mu_d = sch.mean(kk, y, u_draft)
-        sig = sch.sigma[kk]
+        mu_t = kernel.affine(kk, y, u_target)
+        mu_d = kernel.affine(kk, y, u_draft)
+        sig = kernel.std(kk)
         children = children_fn(mu_d, sig)
         res = self.verifiers[Kj](children, mu_d, mu_t, sig, self.rng)
         states, accepted, idx = check_result(res, children)
         if self.record:
             delta = np.linalg.norm(mu_t - mu_d, axis=1) / sig
             node_rows.append((round_ids, np.full(y.shape[0], j), kk, delta, accepted, np.full(y.shape[0], Kj)))
-        return children, states, accepted, idx
+        return children, states, accepted, idx, mu_d
 
     def _ending(self, rows, j, depth_eff, accepted, children, y_new, v_node, child_velocity, out):
         """Record the next drift for rows that stop after verifying depth ``j``.
@@ -84,13 +88,16 @@ class RoundWalker:
                 src_out[rows[sel]] = "nearest"
 
     def _level(self, j, w, y, kk, v_node, u_d, children_fn, child_velocity, committed, depth_eff, round_ids,
-               node_rows, out):
+               traj_ids, node_rows, out):
         """Verify the depth-``j`` nodes of rows ``w``, commit, and record the ending of rows that stop.
 
         ``child_velocity(stop, children, idx)`` returns the getter that ``_ending`` uses.
         Returns the continue mask over ``w`` and the accepted child indices.
         """
-        children, states, accepted, idx = self.verify(j, y[w], kk, v_node, u_d, children_fn, round_ids[w], node_rows)
+        children, states, accepted, idx, mu_d = self.verify(j, y[w], kk, v_node, u_d, children_fn, round_ids[w],
+                                                           node_rows)
+        if self.recorder is not None:
+            self.recorder.commit(traj_ids[w], kk + 1, states, mu_d, j)
         y[w] = states
         committed[w] += 1
         cont = accepted & (j + 1 < depth_eff[w])
@@ -102,15 +109,15 @@ class RoundWalker:
         return cont, idx
 
     # ------------------------------------------------------------------ lazy expansion
-    def walk_lazy(self, x, k, v_frozen, root_exact, depth_eff, round_ids, node_rows):
-        sch, tgt, rng = self.schedule, self.target, self.rng
+    def walk_lazy(self, x, k, v_frozen, root_exact, depth_eff, round_ids, traj_ids, node_rows):
+        kernel, rng = self.kernel, self.rng
         n, d = x.shape
         y = x.copy()
         committed = np.zeros(n, dtype=np.int64)
         v_node = v_frozen.copy()
         need = ~root_exact
         if need.any():
-            v_node[need] = tgt.velocity(y[need], sch.s[k[need]])
+            v_node[need] = kernel.velocity(k[need], y[need])
         out = (np.empty_like(v_frozen), np.zeros(n, bool), np.empty(n, dtype=object))
         w = np.arange(n)
         j = 0
@@ -125,26 +132,34 @@ class RoundWalker:
             def child_velocity(stop, children, idx, kk=kk, w=w):
                 def get(sel, cidx):
                     pts = y[w[stop[sel]]] if cidx is None else children[stop[sel], cidx]
-                    return tgt.velocity(pts, sch.s[kk[stop[sel]] + 1])     # uncounted: in the batch on hardware
+                    return kernel.velocity(kk[stop[sel]] + 1, pts)     # uncounted: in the batch on hardware
                 return get
 
             cont, _ = self._level(j, w, y, kk, v_node[w], u_d, children_fn, child_velocity, committed, depth_eff,
-                                  round_ids, node_rows, out)
+                                  round_ids, traj_ids, node_rows, out)
             w = w[cont]
             if w.size:
-                v_node[w] = tgt.velocity(y[w], sch.s[k[w] + j + 1])
+                v_node[w] = kernel.velocity(k[w] + j + 1, y[w])
             j += 1
         return (y, committed) + out
 
     # ------------------------------------------------------------------ full expansion
-    def walk_full(self, x, k, v_frozen, root_exact, depth_eff, round_ids, node_rows):
-        sch, tgt, rng, shape = self.schedule, self.target, self.rng, self.shape
+    def walk_full(self, x, k, v_frozen, root_exact, depth_eff, round_ids, traj_ids, node_rows):
+        """Draft the tree, ONE batched target call on its internal nodes (and leaves), walk from the root.
+
+        The leaves enter no target call unless ``evaluate_leaves``; then only the children of the
+        depth-``L-1`` node the walk reaches are read, so they are drafted when that node is
+        verified (same law, P9 section 4: unread noise is never drawn), which saves
+        ``prod(K)`` of the ``sum_j prod_{i<j} K_i`` drafted nodes per tree (64 of 84 at K = 4, L = 3).
+        """
+        kernel, rng, shape = self.kernel, self.rng, self.shape
         n, d = x.shape
         L = shape.depth
-        last = sch.stop - 1
-        # 1. draft every node of every tree (depth 0..L), level by level
+        last = kernel.stop - 1
+        n_draft = L if self.evaluate_leaves else L - 1          # levels drafted in full before the batch
+        # 1. draft every node of every tree down to depth n_draft, level by level (in place)
         levels = [x[:, None, :].copy()]
-        for j in range(L):
+        for j in range(n_draft):
             Kj = shape.widths[j]
             par = levels[j]                                   # (n, N_j, d)
             Nj = par.shape[1]
@@ -154,18 +169,19 @@ class RoundWalker:
             if self.draft_model is None:
                 u_d = np.repeat(v_frozen, Nj, axis=0)
             else:
-                u_d = self.draft_model.velocity(flat, sch.s[kk_flat])
-            mu_d = sch.mean(kk_flat, flat, u_d).reshape(n, Nj, 1, d)
-            sig = sch.sigma[kk][:, None, None, None]
-            kids = mu_d + sig * rng.standard_normal((n, Nj, Kj, d))
+                u_d = self.draft_model.velocity(flat, kernel.s[kk_flat])
+            mu_d = kernel.affine(kk_flat, flat, u_d).reshape(n, Nj, 1, d)
+            kids = rng.standard_normal((n, Nj, Kj, d))
+            kids *= kernel.std(kk)[:, None, None, None]
+            kids += mu_d
             levels.append(kids.reshape(n, Nj * Kj, d))
         # 2. ONE batched target call on all internal nodes (depth 0..L-1), and the leaves if asked
         n_lev = L + 1 if self.evaluate_leaves else L
         nodes = np.concatenate([levels[j] for j in range(n_lev)], axis=1)       # (n, T, d)
         T = nodes.shape[1]
-        s_nodes = np.concatenate([np.repeat(np.minimum(k + j, sch.stop)[:, None], levels[j].shape[1], axis=1)
+        s_nodes = np.concatenate([np.repeat(np.minimum(k + j, kernel.stop)[:, None], levels[j].shape[1], axis=1)
                                   for j in range(n_lev)], axis=1)
-        V = tgt.velocity(nodes.reshape(n * T, d), sch.s[s_nodes.reshape(-1)]).reshape(n, T, d)
+        V = kernel.velocity(s_nodes.reshape(-1), nodes.reshape(n * T, d)).reshape(n, T, d)
         V[root_exact, 0] = v_frozen[root_exact]     # the root was already evaluated: reuse, same value
         offsets = np.cumsum([0] + [levels[j].shape[1] for j in range(n_lev)])
         # 3. walk from the root
@@ -179,11 +195,18 @@ class RoundWalker:
             kk = k[w] + j
             Kj = shape.widths[j]
             v_node = V[w, offsets[j] + pos[w]]
-            u_d = v_frozen[w] if self.draft_model is None else self.draft_model.velocity(y[w], sch.s[kk])
+            u_d = v_frozen[w] if self.draft_model is None else self.draft_model.velocity(y[w], kernel.s[kk])
             child_ids = pos[w, None] * Kj + np.arange(Kj)[None, :]
 
-            def children_fn(mu_d, sig, w=w, child_ids=child_ids, j=j):
-                return levels[j + 1][w[:, None], child_ids]
+            if j + 1 < len(levels):
+                def children_fn(mu_d, sig, w=w, child_ids=child_ids, j=j):
+                    return levels[j + 1][w[:, None], child_ids]
+            else:                                             # leaves of the walked node, drafted now
+                def children_fn(mu_d, sig, Kj=Kj):
+                    kids = rng.standard_normal((mu_d.shape[0], Kj, d))
+                    kids *= sig[:, None, None]
+                    kids += mu_d[:, None, :]
+                    return kids
 
             def child_velocity(stop, children, idx, w=w, child_ids=child_ids, j=j):
                 def get(sel, cidx):
@@ -192,7 +215,7 @@ class RoundWalker:
                 return get
 
             cont, idx = self._level(j, w, y, kk, v_node, u_d, children_fn, child_velocity, committed, depth_eff,
-                                    round_ids, node_rows, out)
+                                    round_ids, traj_ids, node_rows, out)
             pos[w[cont]] = child_ids[cont, idx[cont]]
             w = w[cont]
             j += 1

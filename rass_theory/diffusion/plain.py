@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_generator, check_positive_int
-from .mixture import GaussianMixture
-from .schedule import ChurnSchedule
+from .kernel import check_target, plain_kernel
+from .trajectories import PlainSampleResult, TrajectoryRecorder
 
-__all__ = ["plain_sample", "check_target", "check_backend", "BACKENDS"]
+__all__ = ["plain_sample", "check_target", "check_backend", "check_bool", "BACKENDS"]
 
 BACKENDS = ("numpy", "torch")
 
@@ -19,16 +19,16 @@ def check_backend(backend) -> str:
     return backend
 
 
-def check_target(target) -> GaussianMixture:
-    """The target must expose ``dim`` and ``velocity(x, s)`` (a :class:`GaussianMixture` does)."""
-    if not (hasattr(target, "velocity") and hasattr(target, "dim")):
-        raise TypeError(f"target must have .dim and .velocity(x, s) (e.g. a GaussianMixture), got {type(target).__name__}")
-    return target
+def check_bool(value, name: str) -> bool:
+    """Validate a flag: a Python or NumPy bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
 
 
 def plain_sample(target, n_samples: int, n_steps: int = 30, churn: float = 0.06, rng=None,
                  *, kind: str = "sde", protocol: str = "default", chunk_size: int = 4096,
-                 backend: str = "numpy", device=None, dtype=None) -> np.ndarray:
+                 backend: str = "numpy", device=None, dtype=None, return_trajectories: bool = False):
     """Sample the target chain step by step: one target call per step.
 
     Parameters
@@ -53,10 +53,15 @@ def plain_sample(target, n_samples: int, n_steps: int = 30, churn: float = 0.06,
     backend : {"numpy", "torch"}
         ``"torch"`` returns ``rass_theory.diffusion.torch_sampler.plain_sample_torch(...)`` with
         ``device`` and ``dtype`` (imported only then); ``"numpy"`` (default) ignores them.
+    return_trajectories : bool
+        Return a :class:`~rass_theory.diffusion.trajectories.PlainSampleResult` with every
+        committed state (``.trajectories``), the kernel mean of each step (``.draft_means``)
+        and depth 0 (``.depths``) besides ``.samples``; off by default (it holds
+        ``8 n S (2 dim + 1)`` bytes, ``S = n_stochastic + 1``).  Same random stream.
 
     Returns
     -------
-    ndarray, shape (n_samples, dim)
+    ndarray, shape (n_samples, dim), or PlainSampleResult with ``return_trajectories=True``
 
     Notes
     -----
@@ -71,18 +76,29 @@ def plain_sample(target, n_samples: int, n_steps: int = 30, churn: float = 0.06,
         from .torch_sampler import plain_sample_torch
 
         return plain_sample_torch(target, n_samples=n_samples, n_steps=n_steps, churn=churn, rng=rng, kind=kind,
-                                  protocol=protocol, device=device, dtype=dtype)
+                                  protocol=protocol, device=device, dtype=dtype,
+                                  return_trajectories=return_trajectories)
     target = check_target(target)
     n_samples = check_positive_int(n_samples, "n_samples")
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    schedule = ChurnSchedule(n_steps, churn, kind=kind, protocol=protocol)
+    record = check_bool(return_trajectories, "return_trajectories")
+    kernel = plain_kernel(target, n_steps, churn, kind=kind, protocol=protocol)
     rng = as_generator(rng)
     out = np.empty((n_samples, target.dim))
+    parts = []
     for start in range(0, n_samples, chunk_size):
         stop = min(n_samples, start + chunk_size)
         x = rng.standard_normal((stop - start, target.dim))
-        for k in range(schedule.first_stochastic, schedule.stop):
-            u = target.velocity(x, schedule.s[k])
-            x = schedule.mean(k, x, u) + schedule.sigma[k] * rng.standard_normal(x.shape)
-        out[start:stop] = schedule.apply_tail(target, x)
-    return out
+        rec = TrajectoryRecorder(kernel, x) if record else None
+        for k in range(kernel.first_stochastic, kernel.stop):
+            mean = kernel.mean(k, x)
+            x = mean + kernel.std(k) * rng.standard_normal(x.shape)
+            if rec is not None:
+                rec.commit(slice(None), k + 1, x, mean, 0)
+        out[start:stop] = kernel.tail(x)
+        if rec is not None:
+            parts.append(rec.arrays())
+    if not record:
+        return out
+    traj, means, depths = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    return PlainSampleResult(out, traj, means, depths, target_calls=kernel.n_stochastic * len(parts))

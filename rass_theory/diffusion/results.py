@@ -119,6 +119,11 @@ class SpeculativeResult:
     first_step : int
         Schedule index of the first stochastic step (where the chain starts).
     extra : dict
+    trajectories, draft_means : ndarray (n_samples, S, dim) or None
+        With ``return_trajectories=True``: every committed state and the draft mean in force
+        when it was committed (layout in :mod:`rass_theory.diffusion.trajectories`); else None.
+    depths : ndarray of int (n_samples, S) or None
+        Tree depth at which each state was committed (0 = the round's root; -1 at the start).
     """
 
     samples: np.ndarray
@@ -141,6 +146,9 @@ class SpeculativeResult:
     kind: str = "sde"
     evaluate_leaves: bool = False
     first_step: int = 0
+    trajectories: np.ndarray | None = None
+    draft_means: np.ndarray | None = None
+    depths: np.ndarray | None = None
 
     @property
     def speedup_mean_of_ratios(self) -> float:

@@ -15,9 +15,10 @@ import numpy as np
 from .._validation import as_generator, check_positive_int
 from ._contract import resolve_verifier, verifier_name
 from ._walk import RoundWalker
-from .plain import check_backend, check_target
+from .kernel import plain_kernel
+from .plain import check_backend, check_bool, check_target
 from .results import NodeRecord, RoundRecord, SpeculativeResult, speedup_estimate
-from .schedule import ChurnSchedule
+from .trajectories import TrajectoryRecorder
 from .trees import TreeShape
 
 __all__ = ["PREFETCH_MODES", "NodeRecord", "RoundRecord", "SpeculativeResult", "speculative_sample"]
@@ -32,7 +33,8 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
                        churn: float = 0.06, rng=None, *, kind: str = "sde", draft="frozen",
                        expansion: str = "lazy", prefetch: str = "nearest", protocol: str = "default",
                        evaluate_leaves: bool = False, backend: str = "numpy", device=None, dtype=None,
-                       record_trace: bool = True, max_floats_in_memory: int = 2 ** 24) -> SpeculativeResult:
+                       record_trace: bool = True, max_floats_in_memory: int = 2 ** 24,
+                       return_trajectories: bool = False) -> SpeculativeResult:
     """Sample the churned Euler chain speculatively with draft trees.
 
     Parameters
@@ -91,6 +93,14 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
     max_floats_in_memory : int
         ``"full"`` expansion processes trajectories in chunks whose trees hold at most this many
         floats (nodes x dim; default 2**24, 128 MiB of states, peak about three times that).
+    return_trajectories : bool
+        Record every committed state with the draft mean and tree depth it was committed at, in
+        ``run.trajectories`` / ``run.draft_means`` (float64, ``(n_samples, S, dim)`` with
+        ``S = n_stochastic + 1``) and ``run.depths`` (``(n_samples, S)``), the layout
+        :func:`rass_theory.diffusion.check_trajectories` reads (see
+        :mod:`rass_theory.diffusion.trajectories`).  Off by default: it holds
+        ``8 n S (2 dim + 1)`` bytes (237 MiB at ``n = 1000``, ``S = 29``, ``dim = 512``).  The
+        law, the random stream and the target calls do not change.
 
     Returns
     -------
@@ -116,12 +126,15 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
 
         return speculative_sample_torch(target, verifier, K=K, L=L, n_samples=n_samples, n_steps=n_steps,
                                         churn=churn, rng=rng, kind=kind, prefetch=prefetch, protocol=protocol,
-                                        evaluate_leaves=evaluate_leaves, device=device, dtype=dtype)
+                                        evaluate_leaves=evaluate_leaves, device=device, dtype=dtype,
+                                        record_trace=record_trace, return_trajectories=return_trajectories)
     t0 = time.perf_counter()
     target = check_target(target)
     shape = TreeShape.from_spec(K, L)
     n_samples = check_positive_int(n_samples, "n_samples")
-    schedule = ChurnSchedule(n_steps, churn, kind=kind, protocol=protocol)
+    kernel = plain_kernel(target, n_steps, churn, kind=kind, protocol=protocol)
+    schedule = kernel.schedule
+    return_trajectories = check_bool(return_trajectories, "return_trajectories")
     rng = as_generator(rng)
     if expansion not in _EXPANSIONS:
         raise ValueError(f"expansion must be one of {list(_EXPANSIONS)}, got {expansion!r}")
@@ -142,7 +155,7 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
     step = np.full(n_samples, k0, dtype=np.int64)
     calls = np.zeros(n_samples, dtype=np.int64)
     if draft_model is None:
-        v_frozen = target.velocity(x, schedule.s[k0])   # initial evaluation (counted)
+        v_frozen = kernel.velocity(k0, x)               # initial evaluation (counted)
         calls += 1
         root_exact = np.ones(n_samples, dtype=bool)
         source = np.full(n_samples, "initial", dtype=object)
@@ -151,8 +164,9 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
         root_exact = np.zeros(n_samples, dtype=bool)
         source = np.full(n_samples, "model", dtype=object)
 
-    walker = RoundWalker(target, draft_model, schedule, shape, verifiers, rng, prefetch=prefetch,
-                         evaluate_leaves=bool(evaluate_leaves), record=record_trace)
+    recorder = TrajectoryRecorder(kernel, x) if return_trajectories else None
+    walker = RoundWalker(kernel, draft_model, shape, verifiers, rng, prefetch=prefetch,
+                         evaluate_leaves=bool(evaluate_leaves), record=record_trace, recorder=recorder)
     round_rows: list = []
     node_rows: list = []
     round_counter = 0
@@ -162,7 +176,7 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
             root_call = ~root_exact[active]
             rows = active[root_call]
             if rows.size:
-                v_frozen[rows] = target.velocity(x[rows], schedule.s[step[rows]])
+                v_frozen[rows] = kernel.velocity(step[rows], x[rows])
                 root_exact[rows] = True
                 source[rows] = "root"
                 calls[rows] += 1
@@ -172,7 +186,7 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
         round_ids = round_counter + np.arange(active.size)
         round_counter += active.size
         node_start = len(node_rows)
-        args = (x[active], step[active], v_frozen[active], root_exact[active], depth_eff, round_ids)
+        args = (x[active], step[active], v_frozen[active], root_exact[active], depth_eff, round_ids, active)
         if expansion == "lazy":
             y, committed, v_new, exact_new, src_new = walker.walk_lazy(*args, node_rows)
         else:
@@ -192,7 +206,8 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
         root_exact[active] = exact_new
         source[active] = src_new
 
-    samples = schedule.apply_tail(target, x)
+    samples = kernel.tail(x)
+    traj = recorder.arrays() if recorder is not None else (None, None, None)
     speedup, se = speedup_estimate(n_std, calls)
     rounds = RoundRecord(*(np.concatenate([r[i] for r in round_rows]) for i in range(7)))
     nodes = _node_record(node_rows)
@@ -202,6 +217,7 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
         rounds=rounds, nodes=nodes, wall_time_s=time.perf_counter() - t0, expansion=expansion,
         n_steps=schedule.n_steps, churn=schedule.churn, prefetch=prefetch, protocol=protocol, kind=kind,
         evaluate_leaves=bool(evaluate_leaves), first_step=k0,
+        trajectories=traj[0], draft_means=traj[1], depths=traj[2],
     )
 
 

@@ -17,10 +17,11 @@ import torch
 
 from .._validation import as_generator, check_positive_int
 from ._contract import THRESHOLD_GRID, verifier_name
-from .plain import check_target
+from .kernel import plain_kernel
+from .plain import check_bool, check_target
 from .results import NodeRecord, RoundRecord, SpeculativeResult, speedup_estimate
-from .schedule import ChurnSchedule
 from .speculative import PREFETCH_MODES, _unfinished_rows
+from .trajectories import PlainSampleResult
 from .trees import TreeShape
 
 __all__ = ["speculative_sample_torch", "plain_sample_torch", "resolve_torch_verifier", "as_torch_target"]
@@ -199,11 +200,6 @@ def _check_verifier_output(res, n, d, K, like: torch.Tensor, name: str):
     return states, accepted, index.long()
 
 
-def _schedule_tensors(schedule, dtype, device):
-    return {name: torch.tensor(np.asarray(getattr(schedule, name)), dtype=dtype, device=device)
-            for name in ("s", "sigma", "a", "b")}
-
-
 def _velocity(target, x, s):
     """Call the target; metadata checks only (no synchronisation)."""
     v = target.velocity(x, s)
@@ -230,11 +226,38 @@ def _upload(arr: np.ndarray, device: torch.device):
     return t.to(device) if device.type != "cpu" else t.clone()
 
 
-def _apply_tail(target, schedule, sch_t, x):
-    for k in range(schedule.stop, schedule.n_steps):
+def _apply_tail(target, kernel, sch_t, x):
+    for k in range(kernel.stop, kernel.n_steps):
         s = sch_t["s"][k].expand(x.shape[0])
-        x = sch_t["a"][k] * x + sch_t["b"][k] * _velocity(target, x, s)
+        x = kernel.affine(k, x, _velocity(target, x, s))
     return x
+
+
+class _DeviceRecorder:
+    """Committed states, draft means and depths on the device (layout: ``diffusion.trajectories``).
+
+    One scratch column past the last state receives the writes of rows that have already ended
+    their round, so recording needs no mask indexing (no host synchronisation).
+    """
+
+    def __init__(self, kernel, x0):
+        n, d = x0.shape
+        self.k0, self.S = kernel.first_stochastic, kernel.n_states
+        self.traj = torch.zeros((n, self.S + 1, d), dtype=x0.dtype, device=x0.device)
+        self.traj[:, 0] = x0
+        self.dm = torch.zeros_like(self.traj)
+        self.depths = torch.full((n, self.S + 1), -1, dtype=torch.int64, device=x0.device)
+
+    def commit(self, rows, steps, alive, states, mu_d, depth):
+        col = torch.where(alive, steps - self.k0, torch.full_like(steps, self.S))
+        self.traj[rows, col] = states
+        self.dm[rows, col] = mu_d
+        self.depths[rows, col] = depth
+
+    def arrays(self):
+        def host(t):
+            return t[:, :self.S].detach().cpu().double().numpy()
+        return host(self.traj), host(self.dm), self.depths[:, :self.S].cpu().numpy()
 
 
 def _raise_pending(target):
@@ -249,7 +272,8 @@ def _raise_pending(target):
 
 def plain_sample_torch(target, n_samples: int, n_steps: int = 30, churn: float = 0.06, rng=None, *,
                        kind: str = "sde", protocol: str = "default", device=None, dtype=None,
-                       chunk_size: int | None = None, return_tensor: bool = False):
+                       chunk_size: int | None = None, return_tensor: bool = False,
+                       return_trajectories: bool = False):
     """Plain churned Euler chain on torch: one target call per stochastic step.
 
     Parameters
@@ -264,10 +288,16 @@ def plain_sample_torch(target, n_samples: int, n_steps: int = 30, churn: float =
         Trajectories per batch (memory bound only).
     return_tensor : bool
         Return the torch tensor instead of a float64 NumPy array.
+    return_trajectories : bool
+        Return a :class:`~rass_theory.diffusion.trajectories.PlainSampleResult` (float64 NumPy
+        trajectories, kernel means and depths, as the NumPy ``plain_sample``); its ``samples``
+        follow ``return_tensor``.  Off by default (``8 n S (2 dim + 1)`` bytes on the host, the
+        same in the sampler's dtype on the device while sampling).
 
     Returns
     -------
-    ndarray (n_samples, dim), float64 (or the tensor with ``return_tensor=True``)
+    ndarray (n_samples, dim), float64 (or the tensor with ``return_tensor=True``), or
+    PlainSampleResult with ``return_trajectories=True``
 
     Notes
     -----
@@ -276,24 +306,34 @@ def plain_sample_torch(target, n_samples: int, n_steps: int = 30, churn: float =
     """
     target = as_torch_target(target)
     n_samples = check_positive_int(n_samples, "n_samples")
-    schedule = ChurnSchedule(n_steps, churn, kind=kind, protocol=protocol)
+    kernel = plain_kernel(target, n_steps, churn, kind=kind, protocol=protocol)
+    record = check_bool(return_trajectories, "return_trajectories")
     dev, dt = _device_dtype(target, device, dtype)
     gen = _torch_generator(rng, dev)
     chunk = n_samples if chunk_size is None else check_positive_int(chunk_size, "chunk_size")
-    sch = _schedule_tensors(schedule, dt, dev)
-    parts = []
+    sch = kernel.coefficients(dt, dev)
+    parts, recorded = [], []
     for lo in range(0, n_samples, chunk):
         m = min(chunk, n_samples - lo)
         x = torch.randn((m, target.dim), generator=gen, dtype=dt, device=dev)
-        for k in range(schedule.first_stochastic, schedule.stop):
-            u = _velocity(target, x, sch["s"][k].expand(m))
-            x = sch["a"][k] * x + sch["b"][k] * u + sch["sigma"][k] * torch.randn(x.shape, generator=gen, dtype=dt,
-                                                                                  device=dev)
-        x = _apply_tail(target, schedule, sch, x)
+        rec = _DeviceRecorder(kernel, x) if record else None
+        every = torch.ones(m, dtype=torch.bool, device=dev)
+        for k in range(kernel.first_stochastic, kernel.stop):
+            mean = kernel.affine(k, x, _velocity(target, x, sch["s"][k].expand(m)))
+            x = mean + sch["sigma"][k] * torch.randn(x.shape, generator=gen, dtype=dt, device=dev)
+            if rec is not None:
+                rec.commit(slice(None), torch.full((m,), k + 1, device=dev), every, x, mean, 0)
+        x = _apply_tail(target, kernel, sch, x)
         _raise_pending(target)
         parts.append(x)
+        if rec is not None:
+            recorded.append(rec.arrays())
     out = torch.cat(parts)
-    return out if return_tensor else out.detach().cpu().double().numpy()
+    samples = out if return_tensor else out.detach().cpu().double().numpy()
+    if not record:
+        return samples
+    traj, means, depths = (np.concatenate([r[i] for r in recorded]) for i in range(3))
+    return PlainSampleResult(samples, traj, means, depths, target_calls=kernel.n_stochastic * len(recorded))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +343,8 @@ def plain_sample_torch(target, n_samples: int, n_steps: int = 30, churn: float =
 def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, n_steps: int = 30,
                              churn: float = 0.06, rng=None, *, kind: str = "sde", prefetch: str = "nearest",
                              protocol: str = "default", evaluate_leaves: bool = False, device=None, dtype=None,
-                             record_trace: bool = True, max_batch: int | None = None) -> SpeculativeResult:
+                             record_trace: bool = True, max_batch: int | None = None,
+                             return_trajectories: bool = False) -> SpeculativeResult:
     """Speculative tree sampling on torch, full expansion, one batched target call per round.
 
     Parameters
@@ -325,6 +366,11 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
     max_batch : int, optional
         Split the round's batched model call into forward passes of at most this many nodes
         (memory only; still one target call per round in the count).
+    return_trajectories : bool
+        Record every committed state, its draft mean and depth (on the device while sampling,
+        ``(n_samples, S + 1, dim)`` twice in the sampler's dtype with a scratch column; copied to
+        float64 NumPy ``run.trajectories``, ``run.draft_means``, ``run.depths`` at the end, as in
+        the NumPy sampler).  Off by default; same law, random stream and target calls.
 
     Returns
     -------
@@ -348,7 +394,9 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
     target = as_torch_target(target)
     shape = TreeShape.from_spec(K, L)
     n_samples = check_positive_int(n_samples, "n_samples")
-    schedule = ChurnSchedule(n_steps, churn, kind=kind, protocol=protocol)
+    kernel = plain_kernel(target, n_steps, churn, kind=kind, protocol=protocol)
+    schedule = kernel.schedule
+    return_trajectories = check_bool(return_trajectories, "return_trajectories")
     if not isinstance(prefetch, str) or prefetch not in PREFETCH_MODES:
         raise ValueError(f"prefetch must be one of {list(PREFETCH_MODES)}, got {prefetch!r}")
     if not isinstance(evaluate_leaves, (bool, np.bool_)):
@@ -362,15 +410,16 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
 
     d = target.dim
     k0, stop, n_std = schedule.first_stochastic, schedule.stop, schedule.n_stochastic
-    sch = _schedule_tensors(schedule, dt, dev)
+    sch = kernel.coefficients(dt, dev)
     x = torch.randn((n_samples, d), generator=gen, dtype=dt, device=dev)
+    recorder = _DeviceRecorder(kernel, x) if return_trajectories else None
     v_frozen = _velocity(target, x, sch["s"][k0].expand(n_samples))      # initial evaluation (counted)
     step = np.full(n_samples, k0, dtype=np.int64)
     calls = np.ones(n_samples, dtype=np.int64)
     root_exact = np.ones(n_samples, dtype=bool)
     source = np.full(n_samples, _INITIAL, dtype=np.int64)
-    walk = _TreeWalk(target, shape, sch, verifiers, gen, stop=stop, prefetch=prefetch,
-                     evaluate_leaves=bool(evaluate_leaves), max_batch=max_batch, name=name)
+    walk = _TreeWalk(target, kernel, shape, sch, verifiers, gen, stop=stop, prefetch=prefetch,
+                     evaluate_leaves=bool(evaluate_leaves), max_batch=max_batch, name=name, recorder=recorder)
 
     round_rows, trace = [], []
     round_counter = 0
@@ -391,7 +440,7 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
             calls[rows] += 1
         called = (depth_eff >= 2) | ~root_exact[active] | bool(evaluate_leaves)
         calls[active] += called
-        out = walk.round(x[act], k_t, v_frozen[act], rex_t, de_t, int(depth_eff.max()), bool(called.any()))
+        out = walk.round(x[act], k_t, v_frozen[act], rex_t, de_t, int(depth_eff.max()), bool(called.any()), act)
         y, committed_t, v_new, exact_new, src_new, records = out
         x[act] = y
         v_frozen[act] = v_new
@@ -413,8 +462,9 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
         root_exact[active] = host[1].astype(bool)
         source[active] = host[2]
 
-    samples_t = _apply_tail(target, schedule, sch, x)
+    samples_t = _apply_tail(target, kernel, sch, x)
     _raise_pending(target)
+    traj = recorder.arrays() if recorder is not None else (None, None, None)
     speedup, se = speedup_estimate(n_std, calls)
     src_names = np.asarray(_SOURCES)
     rounds = RoundRecord(*(np.concatenate([r[i] for r in round_rows]) for i in range(5)),
@@ -427,6 +477,7 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
         wall_time_s=time.perf_counter() - t0, expansion="full", n_steps=schedule.n_steps, churn=schedule.churn,
         extra={"samples_torch": samples_t, "backend": "torch", "device": str(dev), "dtype": str(dt)},
         prefetch=prefetch, protocol=protocol, kind=kind, evaluate_leaves=bool(evaluate_leaves), first_step=k0,
+        trajectories=traj[0], draft_means=traj[1], depths=traj[2],
     )
 
 
@@ -455,10 +506,13 @@ def _node_record(trace, shape, src_names) -> NodeRecord:
 class _TreeWalk:
     """One round for a batch of trajectories: draft the trees, one batched call, masked walk."""
 
-    def __init__(self, target, shape, sch, verifiers, gen, *, stop, prefetch, evaluate_leaves, max_batch, name):
+    def __init__(self, target, kernel, shape, sch, verifiers, gen, *, stop, prefetch, evaluate_leaves, max_batch,
+                 name, recorder=None):
         self.target, self.shape, self.sch, self.verifiers, self.gen = target, shape, sch, verifiers, gen
+        self.kernel = kernel
         self.stop, self.prefetch, self.evaluate_leaves, self.max_batch = stop, prefetch, evaluate_leaves, max_batch
         self.name = name
+        self.recorder = recorder
 
     def _draft(self, x, k, v_frozen):
         """Every node of every tree, level by level: ``levels[j]`` has shape (m, N_j, d)."""
@@ -467,14 +521,16 @@ class _TreeWalk:
         for j, Kj in enumerate(self.shape.widths):
             kk = (k + j).clamp(max=self.stop - 1)                 # nodes past the schedule are never used
             par = levels[j]
-            mu = sch["a"][kk][:, None, None] * par + (sch["b"][kk][:, None] * v_frozen)[:, None, :]
+            mu = self.kernel.affine(kk, par, v_frozen[:, None, :])
             noise = torch.randn((m, par.shape[1], Kj, d), generator=self.gen, dtype=x.dtype, device=x.device)
             kids = mu[:, :, None, :] + sch["sigma"][kk][:, None, None, None] * noise
             levels.append(kids.reshape(m, -1, d))
         return levels
 
-    def round(self, x, k, v_frozen, root_exact, depth_eff, max_depth, any_called):
-        """One round for ``m`` trajectories; ``k``, ``root_exact``, ``depth_eff`` are device tensors (m,)."""
+    def round(self, x, k, v_frozen, root_exact, depth_eff, max_depth, any_called, rows=None):
+        """One round for ``m`` trajectories; ``k``, ``root_exact``, ``depth_eff`` are device tensors (m,).
+
+        ``rows`` (the trajectories' indices, a device tensor) is needed only to record them."""
         sch, shape = self.sch, self.shape
         m, d = x.shape
         dev = x.device
@@ -504,15 +560,17 @@ class _TreeWalk:
         for j in range(max_depth):
             Kj = shape.widths[j]
             kk = (k + j).clamp(max=self.stop - 1)
-            a, b, sig = sch["a"][kk][:, None], sch["b"][kk][:, None], sch["sigma"][kk]
+            sig = sch["sigma"][kk]
             v_node = V[ar, offsets[j] + pos]
-            mu_t = a * y + b * v_node
-            mu_d = a * y + b * v_frozen
+            mu_t = self.kernel.affine(kk, y, v_node)
+            mu_d = self.kernel.affine(kk, y, v_frozen)
             child_ids = pos[:, None] * Kj + torch.arange(Kj, device=dev)[None, :]
             children = levels[j + 1][ar[:, None], child_ids]
             res = self.verifiers[Kj](children, mu_d, mu_t, sig, self.gen)
             states, accepted, cidx = _check_verifier_output(res, m, d, Kj, y, self.name)
             records.append((torch.linalg.vector_norm(mu_t - mu_d, dim=1) / sig, accepted, alive))
+            if self.recorder is not None:
+                self.recorder.commit(rows, k + j + 1, alive, states, mu_d, j)
             y = torch.where(alive[:, None], states, y)
             committed = committed + alive.long()
             cont = alive & accepted & (j + 1 < depth_eff)

@@ -179,10 +179,10 @@ class TestTorchDispatch:
         v, kw = seen["spec"]
         assert v == "rass" and kw == dict(K=2, L=3, n_samples=5, n_steps=30, churn=0.06, rng=1, kind="sde",
                                           prefetch="parent", protocol="paper", evaluate_leaves=True, device="cpu",
-                                          dtype="float32")
+                                          dtype="float32", record_trace=True, return_trajectories=False)
         plain_sample(gm16, 5, 30, 0.06, rng=1, protocol="paper", backend="torch", device="cpu")
         assert seen["plain"] == dict(n_samples=5, n_steps=30, churn=0.06, rng=1, kind="sde", protocol="paper",
-                                     device="cpu", dtype=None)
+                                     device="cpu", dtype=None, return_trajectories=False)
 
 
 def peeking(children, mu_draft, mu_target, sigma, rng):
