@@ -318,11 +318,12 @@ def plain_sample_torch(target, n_samples: int, n_steps: int = 30, churn: float =
         x = torch.randn((m, target.dim), generator=gen, dtype=dt, device=dev)
         rec = _DeviceRecorder(kernel, x) if record else None
         every = torch.ones(m, dtype=torch.bool, device=dev)
+        all_rows = torch.arange(m, device=dev)
         for k in range(kernel.first_stochastic, kernel.stop):
             mean = kernel.affine(k, x, _velocity(target, x, sch["s"][k].expand(m)))
             x = mean + sch["sigma"][k] * torch.randn(x.shape, generator=gen, dtype=dt, device=dev)
             if rec is not None:
-                rec.commit(slice(None), torch.full((m,), k + 1, device=dev), every, x, mean, 0)
+                rec.commit(all_rows, torch.full((m,), k + 1, device=dev), every, x, mean, 0)
         x = _apply_tail(target, kernel, sch, x)
         _raise_pending(target)
         parts.append(x)
