@@ -308,10 +308,129 @@ harness like the others; `rass-theory report` certifies it with the built-in rul
 """),
 ]
 
+NB04 = [
+    md("""
+# 04 — Check your own speculative sampler, step by step
+
+A verifier can be exact and the sampler around it still wrong: the wrong sigma at a depth, a stale
+velocity treated as the target's, randomness reused, a draft that peeks at the noise. Comparing
+final samples with plain sampling averages every such bug over the whole chain and often misses
+it. Under an exact sampler every committed state is an exact draw of the plain kernel given the
+past (`proofs/P9-tree-exactness.md`), so the standardised residual
+`r_t = (x_{t+1} - kernel.mean(k, x_t)) / kernel.std(k)` is iid `N(0, I)`.
+`diffusion.check_sampler` tests that at every committed step (section 7 of P9).
+
+All a sampler has to do is **record** each committed state, the draft mean it was drafted around,
+and the tree depth it was committed at.
+"""),
+    code("""
+import numpy as np
+import rass_theory as rt
+from rass_theory import diffusion
+
+target = diffusion.GaussianMixture.random(dim=8, n_components=3, seed=0)
+kernel = diffusion.plain_kernel(target, n_steps=30, churn=0.06, protocol="paper")
+print(kernel, "| committed states per trajectory:", kernel.n_states)
+
+
+def my_sampler(kernel, x0, rng, stale_child_velocity=False):
+    \"\"\"Trees of depth 2 with 2 children per node, frozen draft velocity, D-GRS verifier.\"\"\"
+    verify = rt.verifiers.dgrs()
+    n, d = x0.shape
+    k0, S = kernel.first_stochastic, kernel.n_states
+    traj = np.empty((n, S, d))
+    traj[:, 0] = x0
+    draft_means = np.zeros((n, S, d))
+    depths = np.full((n, S), -1)
+    x, step = x0.copy(), np.full(n, k0)
+    u_frozen = kernel.velocity(k0, x)                     # the draft velocity of the next round
+    while (rows := np.flatnonzero(step < kernel.stop)).size:
+        y, k = x[rows], step[rows]
+        alive = np.ones(rows.size, dtype=bool)
+        v_root = None
+        for j in range(2):
+            alive &= k + j < kernel.stop
+            w = np.flatnonzero(alive)
+            if w.size == 0:
+                break
+            kk = k[w] + j
+            if stale_child_velocity and j == 1:           # BUG: reuse the root's velocity, save a call
+                v = v_root[w]
+            else:
+                v = kernel.velocity(kk, y[w])             # target velocity at the node
+            if j == 0:
+                v_root = np.zeros_like(y)
+                v_root[w] = v
+            mu_target = kernel.affine(kk, y[w], v)
+            mu_draft = kernel.affine(kk, y[w], u_frozen[rows[w]])
+            sigma = kernel.std(kk)
+            children = mu_draft[:, None, :] + sigma[:, None, None] * rng.standard_normal((w.size, 2, d))
+            res = verify(children, mu_draft, mu_target, sigma, rng)
+            t = kk + 1 - k0
+            traj[rows[w], t] = res.states                 # record: the committed state,
+            draft_means[rows[w], t] = mu_draft            # the draft mean in force,
+            depths[rows[w], t] = j                        # and the depth
+            y[w] = res.states
+            step[rows[w]] += 1
+            u_frozen[rows[w]] = v                         # prefetch: the last verified node's velocity
+            alive[w] = res.accepted
+        x[rows] = y
+    return traj, draft_means, depths
+"""),
+    md("""
+`check_sampler` draws the `N(0, I)` starts, calls `sampler(kernel, x0, rng)`, and runs every test
+of `check_trajectories` in one Holm family: chi-square of `||r||^2` per step and per depth, KS of
+`<r, e>` along predictable directions (draft-to-target, velocity, velocity increment, fixed random
+ones), lag-1 and lag-2 correlations along trajectories, correlation across trajectories, and a
+final-state two-sample test. Its own target calls are counted separately.
+"""),
+    code("""
+rep = diffusion.check_sampler(my_sampler, kernel, n_trajectories=600, rng=0)
+print(rep.summary())
+assert rep.passed
+"""),
+    md("""
+## A plausible bug
+
+To save a target call, the sampler reuses the root's velocity as the target velocity of the
+accepted child. The verifier is still exact for the means it is given, but the child's target
+mean is wrong, along the velocity increment, at every depth-1 commit.
+"""),
+    code("""
+def buggy_sampler(kernel, x0, rng):
+    return my_sampler(kernel, x0, rng, stale_child_velocity=True)
+
+
+bad = diffusion.check_sampler(buggy_sampler, kernel, n_trajectories=600, rng=0)
+print(bad.summary())
+print("failed:", [t.name for t in bad.failed][:6])
+assert not bad.passed
+"""),
+    md("""
+The toolkit's own samplers record the same arrays with `return_trajectories=True` (off by
+default: it holds `8 n S (2 d + 1)` bytes):
+"""),
+    code("""
+run = diffusion.speculative_sample(target, "rass", K=2, L=2, n_samples=600, protocol="paper", rng=1,
+                                   return_trajectories=True)
+rep = diffusion.check_trajectories(run.trajectories, kernel, run.draft_means, run.depths, rng=2)
+print(rep.summary(top=3))
+assert rep.passed
+"""),
+    md("""
+`rass_theory.diffusion.sampler_mutants` holds a catalogue of wrong samplers (wrong sigma below the
+root, a stale leaf velocity called exact, a prefetch chosen after seeing the children, a verifier
+whose generator never advances, a draft that peeks at the noise); `bench/sampler_mutants.py`
+shows that the check rejects each at 2,000 trajectories while the final-sample tests need many
+more.
+"""),
+]
+
 NOTEBOOKS = {
     "01_exact_theory_tour.ipynb": NB01,
     "02_check_your_verifier.ipynb": NB02,
     "03_rank_weights_and_policies.ipynb": NB03,
+    "04_check_your_sampler.ipynb": NB04,
 }
 
 
