@@ -33,14 +33,17 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize.elementwise import find_root
-from scipy.special import erf, log_ndtr, ndtr, ndtri, ndtri_exp
+from scipy.special import erf, erfc, erfcx, log_ndtr, ndtr, ndtri, ndtri_exp
 
 from .._validation import check_delta, check_K
 
-__all__ = ["ListRuleParams", "OptimalListRule", "optimal_list_acceptance", "optimal_list_rule", "solve_list_rule"]
+__all__ = ["CERTIFICATE_TOL", "ListRuleCertificateError", "ListRuleParams", "OptimalListRule",
+           "optimal_list_acceptance", "optimal_list_rule", "solve_list_rule"]
 
 _LOG_SQRT_2PI = 0.91893853320467274178
 _EPS = np.finfo(np.float64).eps
+_LOG2 = 0.69314718055994530942
+_SQRT1_2 = 0.70710678118654752440
 
 
 # ---------------------------------------------------------------------------------------------
@@ -48,17 +51,50 @@ _EPS = np.finfo(np.float64).eps
 # ---------------------------------------------------------------------------------------------
 
 
+def _log_Phi(x):
+    """``log Phi(x)`` with relative accuracy everywhere: ``log1p(-Q(x))`` for ``x > 0``.
+
+    (``scipy.special.log_ndtr`` evaluates ``log(ndtr(x))`` on ``(0, 6]``, whose relative error
+    ``eps / Q(x)`` is ``1e-7`` at ``x = 6``.)
+    """
+    with np.errstate(divide="ignore"):
+        return np.where(x > 0, np.log1p(-ndtr(-np.abs(x))), log_ndtr(np.minimum(x, 0.0)))
+
+
+def _psi(x):
+    """``psi(x) = log(-log Phi(x))``, finite and relatively accurate for every finite ``x``.
+
+    Right of 0, ``-log Phi = -log1p(-Q) = Q r`` with ``r = -log1p(-Q)/Q`` in ``[1, 1.39]``
+    (``r = 1`` once ``Q < 1e-300``), so ``psi = log Q + log r`` with ``log Q = log_ndtr(-x)``
+    (asymptotic series in the far tail): no underflow where ``Phi`` rounds to 1.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lq = log_ndtr(-np.abs(x))
+        q = np.exp(lq)
+        tiny = q < 1e-300
+        r = np.where(tiny, 1.0, -np.log1p(-q) / np.where(tiny, 1.0, q))
+        right = lq + np.log(r)
+        left = np.log(-log_ndtr(np.minimum(x, 0.0)))
+    return np.where(x > 0, right, left)
+
+
 def _h(t, K, delta):
     """``h(t) = delta t - delta^2/2 - log K - (K-1) log Phi(t)`` and ``h'(t)``."""
-    lp = log_ndtr(t)
-    mills = np.exp(-0.5 * t * t - _LOG_SQRT_2PI - lp)  # phi / Phi
+    lp = _log_Phi(t)
+    with np.errstate(over="ignore", under="ignore"):
+        mills = np.exp(-0.5 * t * t - _LOG_SQRT_2PI - lp)  # phi / Phi
     return delta * t - 0.5 * delta * delta - np.log(K) - (K - 1) * lp, delta - (K - 1) * mills
+
+
+def _h_value(t, K, delta):
+    """``h(t)`` alone (the bracketing solve of the certificate)."""
+    return _h(t, K, delta)[0]
 
 
 def _newton_convex(t, K, delta, *, from_right: bool, max_iter: int = 200):
     """Monotone Newton on the convex ``h`` from a start where ``h >= 0`` (outer side of a root)."""
     t = t.copy()
-    active = np.ones(t.shape, dtype=bool)
+    active = np.isfinite(t)
     for _ in range(max_iter):
         if not active.any():
             break
@@ -74,28 +110,75 @@ def _newton_convex(t, K, delta, *, from_right: bool, max_iter: int = 200):
     return t
 
 
-def _log_E_terms(t, K, delta):
-    """``log`` of the two sides of ``E(t) = Phi(t)^K - Phi(t - delta)`` in tail-safe form.
+def _log_r(x):
+    """``log(-log1p(-Q(x)) / Q(x))`` for ``x > 0`` (in ``[0, 0.33]``; ``0`` once ``Q < 1e-300``)."""
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        q = ndtr(-np.abs(x))
+        tiny = q < 1e-300
+        return np.where(tiny, 0.0, np.log(-np.log1p(-q) / np.where(tiny, 1.0, q)))
 
-    Returns ``(L1, L2)`` with ``sign E = sign(L1 - L2)``:  for ``t < 0`` ``L1 = K log Phi(t)``,
-    ``L2 = log Phi(t - delta)``; for ``t >= 0`` ``E = Q(t-delta) - (1 - Phi(t)^K)`` and
-    ``L1 = log Q(t - delta)``, ``L2 = log(1 - Phi(t)^K)`` (``= log Q(t) + log K`` once ``Q``
-    underflows).
+
+def _S_tail(t, K, delta):
+    """``psi(t - delta) - log K - psi(t)`` for ``t - delta > 0``, the two ``psi`` differenced analytically.
+
+    ``log Q(x) = -x^2/2 + log(erfcx(x/sqrt 2)/2)`` and ``psi = log Q + log r``, so
+    ``S = delta t - delta^2/2 - log K + log(erfcx((t-delta)/sqrt 2)/erfcx(t/sqrt 2))
+    + log r(t - delta) - log r(t)`` with no term of size ``t^2``.
     """
-    left = t < 0
-    L1 = np.where(left, K * log_ndtr(np.minimum(t, 0.0)), log_ndtr(delta - t))
-    lq = log_ndtr(-np.maximum(t, 0.0))
-    q = np.exp(lq)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(q > 1e-300, -np.expm1(K * np.log1p(-q)) / np.where(q > 1e-300, q, 1.0), K)
-    L2 = np.where(left, log_ndtr(np.minimum(t, 0.0) - delta), lq + np.log(ratio))
-    return L1, L2
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        x, y = np.maximum(t - delta, 0.0), np.maximum(t, 0.0)
+        return (delta * t - 0.5 * delta * delta - np.log(K) + np.log(erfcx(x * _SQRT1_2) / erfcx(y * _SQRT1_2))
+                + _log_r(x) - _log_r(y))
 
 
-def _sign_E(t, K, delta):
-    """``L1 - L2`` (see :func:`_log_E_terms`): same sign as ``E(t)``, finite in both tails."""
-    L1, L2 = _log_E_terms(t, K, delta)
-    return np.clip(np.nan_to_num(L1 - L2, nan=0.0), -1e3, 1e3)
+def _sign_D(t, K, delta):
+    """``S(t) = psi(t - delta) - log K - psi(t)``: the sign of ``D(t) = Phi(t)^K - Phi(t - delta)``.
+
+    ``D > 0  <=>  K log Phi(t) > log Phi(t - delta)  <=>  log(-K log Phi(t)) < psi(t - delta)``.
+    Both sides are logs of positive numbers computed with relative accuracy (:func:`_psi`), so
+    ``S`` is well conditioned also where ``Phi(t)^K`` and ``Phi(t - delta)`` are both below
+    ``1e-16`` (large ``delta``) or both round to 1 (small ``delta``); no branch on the sign of
+    ``t``.  Where ``t - delta > 0`` the two ``psi`` (each about ``-t^2/2``) are differenced
+    analytically (:func:`_S_tail`).
+    """
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        v = np.where(t - delta > 0, _S_tail(t, K, delta), _psi(t - delta) - np.log(K) - _psi(t))
+    return np.clip(np.nan_to_num(v, nan=0.0), -1e3, 1e3)
+
+
+def _log_E_parts(t, K, delta):
+    """``(L1, Delta)`` with ``D(t) = Phi(t)^K - Phi(t - delta) = exp(L1) (1 - exp(Delta))``.
+
+    The form is chosen by the size of ``Phi(t)^K`` (not the sign of ``t``):
+
+    * ``Phi(t)^K < 1/2``: ``L1 = K log Phi(t)``, ``Delta = log Phi(t - delta) - L1``;
+    * ``Phi(t)^K >= 1/2``: ``D = Q(t - delta) - (1 - Phi(t)^K)``, ``L1 = log Q(t - delta)`` and
+      ``Delta = log(1 - Phi(t)^K) - L1``, with ``log(1 - Phi^K) = log(-y) + log(expm1(y)/y)``,
+      ``y = K log Phi(t) = -exp(log K + psi(t))``; where ``t - delta > 0`` it is
+      ``Delta = -S(t) + log r(t - delta) + log(expm1(y)/y)`` (:func:`_S_tail`), free of the
+      cancellation of two logs of size ``t^2/2``.
+
+    Every term is computed with relative accuracy, so ``D`` inherits only the conditioning of
+    the difference itself.
+    """
+    L1a = K * _log_Phi(t)
+    small = L1a < -_LOG2
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        direct = _log_Phi(t - delta) - L1a
+        LQ = log_ndtr(delta - t)
+        y_log = np.log(K) + _psi(t)
+        y = -np.exp(y_log)
+        tiny = np.abs(y) < 1e-300
+        l_ratio = np.log(np.where(tiny, 1.0, np.expm1(y) / np.where(tiny, -1.0, y)))
+        comp = np.where(t - delta > 0, -_S_tail(t, K, delta) + _log_r(t - delta) + l_ratio, y_log + l_ratio - LQ)
+    return np.where(small, L1a, LQ), np.where(small, direct, comp)
+
+
+def _D(t, K, delta):
+    """``D(t) = Phi(t)^K - Phi(t - delta)`` (signed, absolute error a few ulp of the larger term)."""
+    L1, delta_ = _log_E_parts(t, K, delta)
+    with np.errstate(under="ignore", over="ignore"):
+        return -np.exp(L1) * np.expm1(delta_)
 
 
 def _roots(fun, lo, hi, args):
@@ -127,8 +210,17 @@ class ListRuleParams:
     log_c, log_M : ndarray
         ``log Phi(t_a)`` and ``log M = (K-1)(log Phi(t_lo) - log Phi(t_a))``.
     log_rejection : ndarray
-        ``log(1 - alpha*) = log E(t*)`` with ``E(t) = Phi(t)^K - Phi(t - delta)``.
+        ``log(1 - alpha*) = log D(t*)`` with ``D(t) = Phi(t)^K - Phi(t - delta)``.
     converged : ndarray of bool
+        Root finding converged and ``t_lo < t_a <= t*``.
+    mass_defect : ndarray
+        ``|D(t_a)| = |1 - int g*|``; the output law of the verifier built on these constants is
+        within total variation ``mass_defect`` of the target (P10.6, Theorem TV).
+    gap : ndarray
+        ``J(t*) - J(t_B)``: acceptance minus the bound at ``t_B``, the larger root of ``h`` found
+        independently (Chandrupatla's bracketing method instead of Newton).
+    acceptance : ndarray
+        ``J(t*) = Phi(t* - delta) + 1 - Phi(t*)^K`` (two positive terms).
     """
 
     K: np.ndarray
@@ -140,6 +232,9 @@ class ListRuleParams:
     log_M: np.ndarray
     log_rejection: np.ndarray
     converged: np.ndarray
+    mass_defect: np.ndarray
+    gap: np.ndarray
+    acceptance: np.ndarray
 
     def take(self, rows) -> ListRuleParams:
         """The parameters of the given rows (index array or boolean mask)."""
@@ -149,17 +244,80 @@ class ListRuleParams:
         """The parameters as ``(n, 1)`` columns, to broadcast against ``(n, K)`` scores."""
         return ListRuleParams(*(getattr(self, f)[:, None] for f in self.__dataclass_fields__))
 
+    def failed_checks(self) -> list[tuple[int, str]]:
+        """``(row, reason)`` for every row that fails a check of P10.6 (empty when all pass)."""
+        masks = _check_masks(self)
+        bad = np.flatnonzero(masks[0] | masks[1] | masks[2])
+        return [(int(i), _row_reason(self, int(i), masks)) for i in bad]
+
+    def certify(self) -> ListRuleParams:
+        """Raise :class:`ListRuleCertificateError` at the first row that fails a check; else ``self``.
+
+        The checks of P10.6, vectorised over rows: root finding converged with
+        ``t_lo < t_a <= t*``; ``mass_defect <= CERTIFICATE_TOL``; ``|gap| <= CERTIFICATE_TOL``.
+        """
+        masks = _check_masks(self)
+        bad = np.flatnonzero(masks[0] | masks[1] | masks[2])
+        if bad.size:
+            i = int(bad[0])
+            raise ListRuleCertificateError(int(self.K.reshape(-1)[i]), float(self.delta.reshape(-1)[i]),
+                                           _row_reason(self, i, masks))
+        return self
+
+
+#: P10.6 tolerance of the mass defect ``|D(t_a)|`` (= the TV bound) and of ``|gap|``
+CERTIFICATE_TOL = 1e-12
+
+
+class ListRuleCertificateError(ValueError, RuntimeError):
+    """The rule's constants at ``(K, delta)`` could not be certified (P10.6).
+
+    A ``ValueError`` naming ``K``, ``delta`` and the failed check; also a ``RuntimeError`` for
+    callers written against earlier releases.
+    """
+
+    def __init__(self, K: int, delta: float, reason: str):
+        self.K, self.delta, self.reason = K, delta, reason
+        super().__init__(f"optimal list rule cannot certify its parameters at K={K}, delta={delta!r}: {reason}")
+
+
+def _check_masks(p: ListRuleParams):
+    """Per-row failure masks of the three checks of P10.6 (vectorised)."""
+    flat = [np.asarray(getattr(p, f)).reshape(-1) for f in ("converged", "mass_defect", "gap")]
+    conv, defect, gap = flat
+    return ~conv, ~(defect <= CERTIFICATE_TOL), ~(np.abs(gap) <= CERTIFICATE_TOL)
+
+
+def _row_reason(p: ListRuleParams, i: int, masks=None) -> str:
+    """The failed checks of row ``i`` in words (``""`` when it passes)."""
+    conv, defect, gap = _check_masks(p) if masks is None else masks
+    reasons = []
+    if conv[i]:
+        reasons.append("root finding did not converge or t_lo < t_a <= t* failed")
+    if defect[i]:
+        reasons.append(f"selected law mass defect |D(t_a)| = {float(p.mass_defect.reshape(-1)[i]):.3g} "
+                       f"> {CERTIFICATE_TOL:g}")
+    if gap[i]:
+        reasons.append(f"acceptance differs from the independently solved bound by "
+                       f"{float(p.gap.reshape(-1)[i]):.3g}")
+    return "; ".join(reasons)
+
 
 def _log_E(t, K, delta):
-    """``log E(t)``, ``E(t) = Phi(t)^K - Phi(t - delta) > 0`` for ``t`` in ``(t_a, inf)``."""
-    L1, L2 = _log_E_terms(t, K, delta)
-    # E = exp(L1) - exp(L2) on both sides of 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return L1 + np.log(-np.expm1(L2 - L1))
+    """``log D(t)``, ``D(t) = Phi(t)^K - Phi(t - delta) > 0`` for ``t`` in ``(t_a, inf)`` (:func:`_log_E_parts`)."""
+    L1, delta_ = _log_E_parts(t, K, delta)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return L1 + np.log(-np.expm1(delta_))
+
+
+def _J(t, K, delta):
+    """``J(t) = Phi(t - delta) + (1 - Phi(t)^K)``: two positive terms, relatively accurate."""
+    with np.errstate(under="ignore"):
+        return np.exp(_log_Phi(t - delta)) - np.expm1(K * _log_Phi(t))
 
 
 def solve_list_rule(K, delta) -> ListRuleParams:
-    """Solve the optimal list rule's constants for every row.
+    """Solve and check the optimal list rule's constants for every row.
 
     Parameters
     ----------
@@ -171,14 +329,21 @@ def solve_list_rule(K, delta) -> ListRuleParams:
     Returns
     -------
     ListRuleParams
+        With the per-row results of the checks of P10.6 (``converged``, ``mass_defect``,
+        ``gap``); :meth:`ListRuleParams.certify` raises where one fails.
 
     Notes
     -----
     ``t*`` by monotone Newton on the convex ``h`` from ``delta/2 + log(K)/delta`` (as in
     :mod:`rass_theory.exact.bound`); ``t_lo`` by monotone Newton from
     ``-delta - sqrt(2 delta^2 + 2 log K) - 1``, where ``h > 0`` and ``h' < 0``; ``t_a`` by
-    Chandrupatla's method on ``(t_lo, t*)``, where ``E = Phi^K - Phi(. - delta)`` changes sign
-    exactly once (``proofs/P10-optimal-list-rule.md``, P10.4 and P10.6).
+    Chandrupatla's method on ``(t_lo, t*)`` applied to
+    ``S(t) = log(-log Phi(t - delta)) - log K - log(-log Phi(t))``, which has the sign of
+    ``D = Phi^K - Phi(. - delta)`` and is well conditioned in both tails; ``D`` changes sign
+    exactly once there.  The certificate: ``mass_defect = |D(t_a)|`` bounds the total variation
+    between the verifier's output and the target; ``gap`` compares ``J(t*)`` with ``J`` at an
+    independent bracketing solve of ``h`` on ``((t_lo + t*)/2, delta + 2 log(K)/delta + 1)``, which
+    contains only the larger root (``proofs/P10-optimal-list-rule.md``, P10.4 and P10.6).
     """
     delta = np.atleast_1d(np.asarray(delta, dtype=np.float64))
     K = np.broadcast_to(np.asarray(K, dtype=np.float64), delta.shape).copy()
@@ -190,6 +355,9 @@ def solve_list_rule(K, delta) -> ListRuleParams:
     log_M = np.zeros(n)
     log_rej = np.full(n, -np.inf)
     converged = np.ones(n, dtype=bool)
+    defect = np.zeros(n)
+    gap = np.zeros(n)
+    acc = np.ones(n)
     one = K == 1
     zero = (delta == 0) & ~one
     gen = ~one & ~zero
@@ -201,27 +369,42 @@ def solve_list_rule(K, delta) -> ListRuleParams:
         log_c[one] = -np.inf
         with np.errstate(divide="ignore"):
             log_rej[one] = np.log(erf(0.5 * d1 / math.sqrt(2.0)))
+        acc[one] = erfc(0.5 * d1 / math.sqrt(2.0))
     if zero.any():
         t_keep[zero] = np.inf
         log_M[zero] = -np.log(K[zero])
     if gen.any():
         Kg, dg = K[gen], delta[gen]
-        ts = _newton_convex(0.5 * dg + np.log(Kg) / dg, Kg, dg, from_right=True)
+        with np.errstate(over="ignore", divide="ignore"):
+            t0 = 0.5 * dg + np.log(Kg) / dg
+        ts = _newton_convex(t0, Kg, dg, from_right=True)
         tl = _newton_convex(-dg - np.sqrt(2 * dg * dg + 2 * np.log(Kg)) - 1.0, Kg, dg, from_right=False)
-        ta, ok = _roots(_sign_E, tl, ts, (Kg, dg))
-        # far right tail (Q(t* - delta) < 1e-300, tiny delta): the sign of E near t* is below
-        # rounding, and every law puts mass < 1e-300 on [t_a, inf); t_a = t* is used there
-        far = ~ok & (log_ndtr(dg - ts) < -690.0)
+        fin = np.isfinite(ts)
+        ta, ok = _roots(_sign_D, tl, np.where(fin, ts, tl), (Kg, dg))
+        # far right tail (Q(t* - delta) < 1e-300, tiny delta, or t* beyond float range): the sign
+        # of D near t* is below rounding, and every law puts mass < 1e-300 on [t_a, inf): t_a = t*
+        with np.errstate(invalid="ignore"):
+            far = (~ok | ~fin) & ((log_ndtr(dg - ts) < -690.0) | ~fin)
         ta = np.where(far, ts, ta)
         ok = ok | far
-        lc = log_ndtr(ta)
+        lc = _log_Phi(ta)
         t_star[gen], t_low[gen], t_keep[gen], log_c[gen] = ts, tl, ta, lc
-        log_M[gen] = (Kg - 1) * (log_ndtr(tl) - lc)
+        log_M[gen] = (Kg - 1) * (_log_Phi(tl) - lc)
         with np.errstate(invalid="ignore"):
             lr = _log_E(ts, Kg, dg)
-        log_rej[gen] = np.where(np.isnan(lr) & far, -np.inf, lr)
-        converged[gen] = ok & (tl < ta) & (ta <= ts) & np.isfinite(ts) & np.isfinite(tl)
-    return ListRuleParams(K, delta, t_keep, t_low, t_star, log_c, log_M, log_rej, converged)
+        # D(t*) <= Q(t* - delta) < 1e-300 where log D(t*) is not representable (t* ~ log(K)/delta)
+        log_rej[gen] = np.where((np.isnan(lr) & (log_ndtr(dg - ts) < -690.0)) | ~fin, -np.inf, lr)
+        converged[gen] = ok & (tl < ta) & (ta <= ts) & np.isfinite(tl)
+        with np.errstate(invalid="ignore"):
+            defect[gen] = np.where(fin, np.abs(_D(np.where(fin, ta, 0.0), Kg, dg)), 0.0)
+        # the independent bound: Chandrupatla on h over ((t_lo + t*)/2, 2 t0 + 1), where
+        # h < 0 < h(2 t0 + 1) (h(2 t0) >= delta^2/2 + log K - (K-1) log Phi(2 t0) > 0)
+        tb, okb = _roots(_h_value, np.where(fin, 0.5 * (tl + ts), 0.0), np.where(fin, 2 * t0 + 1, 1.0), (Kg, dg))
+        a_rule = np.where(fin, _J(np.where(fin, ts, 0.0), Kg, dg), 1.0)
+        a_bound = np.where(fin, _J(tb, Kg, dg), 1.0)
+        acc[gen] = a_rule
+        gap[gen] = np.where(fin & ~okb, np.nan, a_rule - a_bound)
+    return ListRuleParams(K, delta, t_keep, t_low, t_star, log_c, log_M, log_rej, converged, defect, gap, acc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,8 +538,11 @@ def sample_residual(p: ListRuleParams, u: np.ndarray) -> np.ndarray:
         bad = np.flatnonzero(~ok)
         args = (p.K[bad], p.delta[bad], target[bad])
         f_lo, f_hi = np.abs(_residual_excess(lo[bad], *args)), np.abs(_residual_excess(hi[bad], *args))
-        if np.max(np.minimum(f_lo, f_hi)) > 1e-12:
-            raise RuntimeError("optimal list residual: root bracketing failed (excess at both ends > 1e-12)")
+        worst = np.minimum(f_lo, f_hi)
+        if np.max(worst) > 1e-12:
+            i = bad[int(np.argmax(worst))]
+            raise ListRuleCertificateError(int(p.K[i]), float(p.delta[i]),
+                                           "residual draw: root bracketing failed (excess at both ends > 1e-12)")
         x[bad] = np.where(f_hi <= f_lo, hi[bad], lo[bad])
     return x
 
@@ -415,7 +601,7 @@ class OptimalListRule:
 
     def _check(self):
         if self.status != "optimal":
-            raise RuntimeError(f"optimal_list_rule(K={self.K}, delta={self.delta}) is unusable: {self.status}")
+            raise ListRuleCertificateError(self.K, self.delta, self.status)
 
     def _rows(self, n: int) -> ListRuleParams:
         return ListRuleParams(*(np.repeat(getattr(self.params, f), n) for f in self.params.__dataclass_fields__))
@@ -495,24 +681,17 @@ def _cached_rule(K: int, delta: float) -> OptimalListRule:
     bound = list_coupling_bound(K, delta)
     if delta == 0.0:
         return OptimalListRule(K, delta, p, 1.0, 0.0, bound.acceptance, 1.0 - bound.acceptance, "optimal")
-    ts = float(p.t_star[0])
+    acc = float(p.acceptance[0])
     rej = float(np.exp(p.log_rejection[0]))
-    acc = float(np.exp(log_ndtr(ts - delta)) - np.expm1(K * log_ndtr(ts))) if np.isfinite(ts) else 1.0
     if K == 1:
         acc, rej = math.erfc(0.5 * delta / math.sqrt(2.0)), math.erf(0.5 * delta / math.sqrt(2.0))
     gap = acc - bound.acceptance
-    reasons = []
-    if not bool(p.converged[0]):
-        reasons.append("root finding did not converge or t_lo < t_a < t* failed")
-    if K > 1:
-        ta = float(p.t_keep[0])
-        mass_defect = abs(math.exp(float(log_ndtr(ta - delta))) - math.exp(K * float(log_ndtr(ta))))
-        if not mass_defect <= 1e-12:
-            reasons.append(f"selected law mass defect {mass_defect:.3g} > 1e-12")
-    if not abs(gap) <= 1e-12:
-        reasons.append(f"acceptance differs from the bound by {gap:.3g}")
-    status = "optimal" if not reasons else "failed: " + "; ".join(reasons)
-    return OptimalListRule(K, delta, p, acc, rej, bound.acceptance, gap, status)
+    reasons = [r for r in (_row_reason(p, 0),) if r]
+    if not abs(gap) <= CERTIFICATE_TOL:
+        reasons.append(f"acceptance differs from acceptance_bound(K, delta) by {gap:.3g}")
+    if reasons:
+        raise ListRuleCertificateError(K, delta, "; ".join(reasons))
+    return OptimalListRule(K, delta, p, acc, rej, bound.acceptance, gap, "optimal")
 
 
 def optimal_list_acceptance(K, delta) -> float:

@@ -34,20 +34,34 @@ def _log_ndtr(x):
     return torch.special.log_ndtr(x)
 
 
-def _ndtri_exp(lp: torch.Tensor) -> torch.Tensor:
-    """``Phi^{-1}(exp(lp))`` for ``lp <= 0``: ``ndtri`` where ``exp(lp) > 1e-300``, else Newton.
+def _ndtri_exp_far(lp: torch.Tensor) -> torch.Tensor:
+    """Newton on ``log Phi(x) = lp`` from ``-sqrt(-2 lp - log(-2 lp) - log 2 pi)`` (for ``lp < log 1e-300``).
 
-    Newton on ``log Phi(x) = lp`` from the asymptotic start
-    ``-sqrt(-2 lp - log(-2 lp) - log 2 pi)`` (8 steps; quadratic convergence in the far tail).
+    8 steps; quadratic convergence in the far tail.
     """
-    direct = torch.special.ndtri(torch.exp(lp).clamp(min=1e-300))
-    far = lp < math.log(1e-300)
     y = -2.0 * lp.clamp(max=-690.0)
     x = -torch.sqrt(y - torch.log(y) - 2 * _LOG_SQRT_2PI)
     for _ in range(8):
         lpx = _log_ndtr(x)
         x = x - (lpx - lp) * torch.exp(lpx + 0.5 * x * x + _LOG_SQRT_2PI)
-    return torch.where(far, x, direct)
+    return x
+
+
+def _ndtri_exp(lp: torch.Tensor, *, sparse: bool = False) -> torch.Tensor:
+    """``Phi^{-1}(exp(lp))`` for ``lp <= 0``: ``ndtri`` where ``exp(lp) > 1e-300``, else Newton.
+
+    ``sparse=False``: Newton on every entry, selected by ``torch.where`` (no host sync).
+    ``sparse=True``: Newton only on the far-tail entries (one host check of whether any exist);
+    for callers that synchronise anyway (the fake-key loop).
+    """
+    direct = torch.special.ndtri(torch.exp(lp).clamp(min=1e-300))
+    far = lp < math.log(1e-300)
+    if not sparse:
+        return torch.where(far, _ndtri_exp_far(lp), direct)
+    if bool(far.any()):
+        direct = direct.clone()
+        direct[far] = _ndtri_exp_far(lp[far])
+    return direct
 
 
 class _Params:
@@ -101,7 +115,7 @@ def _fake_keys(p, gen, size: int, device, rounds: int = 4, max_loops: int = 100_
         pp = p if shared else p.take(pending)
         lc = pp.log_c[:, None] if not shared else pp.log_c
         u = 1.0 - torch.rand((2, m, rounds), generator=gen, dtype=_F64, device=device)   # (0, 1]
-        x = _ndtri_exp(lc + torch.log(u[0]))
+        x = _ndtri_exp(lc + torch.log(u[0]), sparse=True)
         q = _fake_probability(pp.column() if not shared else pp, x)
         ok = (1.0 - u[1]) < q                                       # P = q
         first = torch.argmax(ok.to(torch.int8), dim=1)
@@ -111,17 +125,55 @@ def _fake_keys(p, gen, size: int, device, rounds: int = 4, max_loops: int = 100_
     raise RuntimeError(f"fake-key rejection sampler did not finish in {max_loops} loops")
 
 
+def _psi(x):
+    """``log(-log Phi(x))`` without underflow (``optimize.list_rule._psi``).
+
+    Right of 0: ``-log Phi = Q r``, ``r = -log1p(-Q)/Q`` (``1`` once ``Q < 1e-300``), so
+    ``psi = log Q + log r`` with ``log Q = log_ndtr(-x)``.
+    """
+    lq = _log_ndtr(-x.abs())
+    left = torch.log(-_log_ndtr(torch.clamp(x, max=0.0)))
+    return torch.where(x > 0, lq + _log_r(x), left)
+
+
+def _log_r(x):
+    """``log(-log1p(-Q(x)) / Q(x))`` (``0`` once ``Q < 1e-300``; ``optimize.list_rule._log_r``)."""
+    q = torch.special.ndtr(-x.abs())
+    tiny = q < 1e-300
+    one = torch.ones_like(q)
+    return torch.where(tiny, torch.zeros_like(q), torch.log(-torch.log1p(-q) / torch.where(tiny, one, q)))
+
+
+def _S_tail(x, K, delta):
+    """``psi(x - delta) - log K - psi(x)`` for ``x - delta > 0`` via ``erfcx`` (``optimize.list_rule._S_tail``)."""
+    a, b = torch.clamp(x - delta, min=0.0), torch.clamp(x, min=0.0)
+    r2 = math.sqrt(0.5)
+    return (delta * x - 0.5 * delta * delta - torch.log(K)
+            + torch.log(torch.special.erfcx(a * r2) / torch.special.erfcx(b * r2)) + _log_r(a) - _log_r(b))
+
+
 def _log_E(x, K, delta):
-    """``log(Phi(x)^K - Phi(x - delta))`` in tail-safe form (``optimize.list_rule._log_E``)."""
-    left = x < 0
-    xl, xr = torch.clamp(x, max=0.0), torch.clamp(x, min=0.0)
-    L1 = torch.where(left, K * _log_ndtr(xl), _log_ndtr(delta - xr))
-    lq = _log_ndtr(-xr)
-    q = torch.exp(lq)
-    safe = q > 1e-300
-    ratio = torch.where(safe, -torch.expm1(K * torch.log1p(-q)) / torch.where(safe, q, torch.ones_like(q)), K)
-    L2 = torch.where(left, _log_ndtr(xl - delta), lq + torch.log(ratio))
-    return L1 + torch.log(-torch.expm1(L2 - L1))
+    """``log(Phi(x)^K - Phi(x - delta))``, the form chosen by the size of ``Phi(x)^K``.
+
+    Same arithmetic as ``optimize.list_rule._log_E_parts``: for ``Phi(x)^K < 1/2`` the difference
+    of ``exp(K log Phi(x))`` and ``Phi(x - delta)``; otherwise ``Q(x - delta) - (1 - Phi(x)^K)``
+    with ``log(1 - Phi^K) = log(-y) + log(expm1(y)/y)``, ``y = K log Phi(x) = -exp(log K + psi(x))``,
+    and right of ``delta`` the log ratio of the two terms taken analytically (``_S_tail``).
+    ``torch.special.log_ndtr`` is ``log1p(-erfc(x/sqrt 2)/2)`` right of ``-1``, so relatively
+    accurate where ``Phi`` is near 1.  Elementwise, no host synchronisation.
+    """
+    L1a = K * _log_ndtr(x)
+    small = L1a < -math.log(2.0)
+    direct = _log_ndtr(x - delta) - L1a
+    LQ = _log_ndtr(delta - x)
+    y_log = torch.log(K) + _psi(x)
+    y = -torch.exp(y_log)
+    tiny = y.abs() < 1e-300
+    one = torch.ones_like(y)
+    l_ratio = torch.log(torch.where(tiny, one, torch.expm1(y) / torch.where(tiny, -one, y)))
+    comp = torch.where(x - delta > 0, -_S_tail(x, K, delta) + _log_r(x - delta) + l_ratio, y_log + l_ratio - LQ)
+    L1 = torch.where(small, L1a, LQ)
+    return L1 + torch.log(-torch.expm1(torch.where(small, direct, comp)))
 
 
 def _residual(p, u):

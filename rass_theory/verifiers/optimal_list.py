@@ -20,28 +20,28 @@ _CACHED_VALUES = 32
 
 
 def rule_params(K: int, delta: np.ndarray) -> _rule.ListRuleParams:
-    """Rule constants for ``K`` children at every ``delta`` of a batch (one row when shared).
+    """Certified rule constants for ``K`` children at every ``delta`` of a batch (one row when shared).
+
+    Every check of ``proofs/P10-optimal-list-rule.md`` (P10.6) runs on every path: up to
+    ``_CACHED_VALUES`` distinct deltas reuse the cached scalar rules (which also compare with
+    :func:`rass_theory.acceptance_bound`); larger batches solve and check every distinct value
+    in one vectorised pass (:meth:`ListRuleParams.certify`).
 
     Raises
     ------
-    RuntimeError
-        When the root finding failed for some ``delta`` (never a silently wrong rule).
+    ListRuleCertificateError
+        A ``ValueError`` naming ``K``, the first ``delta`` that failed and the failed check
+        (never a silently wrong rule).
     """
     values, inverse = np.unique(delta, return_inverse=True)
     if values.size <= _CACHED_VALUES:
-        rules = [_rule.optimal_list_rule(K, float(v)) for v in values]
-        bad = [r for r in rules if r.status != "optimal"]
-        if bad:
-            raise RuntimeError(f"optimal list rule unusable at K={K}, delta={bad[0].delta}: {bad[0].status}")
+        rules = [_rule.optimal_list_rule(K, float(v)) for v in values]  # raises if not certified
         if values.size == 1:
             return rules[0].params
         table = _rule.ListRuleParams(*(np.concatenate([getattr(r.params, f) for r in rules])
                                        for f in _rule.ListRuleParams.__dataclass_fields__))
     else:
-        table = _rule.solve_list_rule(K, values)
-        if not table.converged.all():
-            bad = values[~table.converged][0]
-            raise RuntimeError(f"optimal list rule: root finding failed at K={K}, delta={bad!r}")
+        table = _rule.solve_list_rule(K, values).certify()
     return table.take(inverse.reshape(-1))
 
 
