@@ -97,3 +97,46 @@ def test_harness_defaults_torch(K, delta):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     rep = rt.check_exactness(tv.optimal_list(), K=K, delta=delta, rng=0, backend="torch", device=device)
     assert rep.passed, str(rep)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_large_K_large_delta_torch(device):
+    """K = 128, delta = 12: runs on the device, output s ~ N(delta, 1), acceptance alpha* = 2.07e-8
+    within 4.5 SE (n = 4000: one acceptance fails; false-fail rate 8e-5)."""
+    n, K, delta = 4000, 128, 12.0
+    children, mu_d, mu_t, sigma, e = node_batch(n, K, 3, delta, device=device, seed=5)
+    res = tv.optimal_list()(children, mu_d, mu_t, sigma, torch.Generator(device=device).manual_seed(6))
+    exact = rt.acceptance("optimal_list", K, delta)
+    se = np.sqrt(exact * (1 - exact) / n)
+    assert abs(res.accepted.double().mean().item() - exact) < 4.5 * se + 1e-12
+    s = ((res.states - mu_t) / sigma @ e).double().cpu().numpy()
+    assert stats.kstest(s, "norm").pvalue > 1e-4
+
+
+@pytest.mark.parametrize("K", [2, 128])
+def test_per_row_deltas_spanning_the_grid_torch(K):
+    """Per-row deltas log-uniform on [1e-3, 40]: s - delta ~ N(0, 1) pooled, acceptance count
+    within 4.5 SE of the sum of the rows' exact acceptances."""
+    n = 6000
+    g = torch.Generator().manual_seed(7)
+    delta = torch.exp(torch.empty(n, dtype=torch.float64).uniform_(np.log(1e-3), np.log(40.0), generator=g))
+    children, mu_d, mu_t, sigma, e = node_batch(n, K, 3, delta, seed=8)
+    res = tv.optimal_list()(children, mu_d, mu_t, sigma, g)
+    s = (((res.states - mu_d) / sigma) @ e - delta).numpy()
+    assert stats.kstest(s, "norm").pvalue > 1e-4
+    p = lr.solve_list_rule(K, delta.numpy()).certify().acceptance
+    assert abs(res.accepted.double().sum().item() - p.sum()) < 4.5 * np.sqrt(np.sum(p * (1 - p)))
+
+
+def test_log_E_matches_numpy_everywhere():
+    """Torch log D (residual bisection) = NumPy's on a (K, delta, x) cloud spanning the grid,
+    including Phi(x)^K below 1e-16 and Q(x) below 1e-300."""
+    rng = np.random.default_rng(9)
+    K = rng.choice([2.0, 3.0, 64.0, 128.0, 1024.0], 20_000)
+    delta = np.exp(rng.uniform(np.log(1e-3), np.log(40.0), K.size))
+    x = rng.uniform(-5.0, 60.0, K.size)
+    ref = lr._log_E(x, K, delta)
+    got = tol._log_E(*(torch.as_tensor(a) for a in (x, K, delta))).numpy()
+    fin = np.isfinite(ref)
+    assert np.array_equal(np.isfinite(got), fin) and fin.mean() > 0.4  # D < 0 below t_a: log D = nan
+    assert np.max(np.abs(got[fin] - ref[fin]) / np.maximum(1.0, np.abs(ref[fin]))) < 1e-14

@@ -107,3 +107,43 @@ def test_speculative_sample_resolves_name():
 def test_harness_defaults(K, delta):
     rep = rt.check_exactness(optimal_list(), K=K, delta=delta, rng=0)
     assert rep.passed, str(rep)
+
+
+# ------------------------------------------------------------------------------------------------
+# large K and delta (issue 18): K = 128, delta = 12 and per-row deltas spanning [1e-3, 40]
+# ------------------------------------------------------------------------------------------------
+
+def test_large_K_large_delta(nodes, rng):
+    """K = 128, delta = 12 (rejected at 101 points of the old grid): runs, exact output law, and
+    the acceptance alpha* = 2.07e-8 within 4.5 SE (with n = 4000 one acceptance already fails:
+    false-fail rate P(Bin(4000, 2.07e-8) >= 1) = 8e-5)."""
+    n, K, d, delta = 4000, 128, 4, 12.0
+    children, mu_d, mu_t, sigma, e = nodes.build(n, K, d, delta, rng)
+    res = optimal_list()(children, mu_d, mu_t, sigma, rng)
+    assert check_contract(res, children) == []
+    acc = rt.acceptance("optimal_list", K, delta)
+    assert acc == pytest.approx(2.065456119e-8, rel=1e-8)
+    assert abs(res.accepted.mean() - acc) < 4.5 * _z(acc, n) + 1e-12
+    nodes.assert_target_law(res.states, mu_d, sigma, e, delta)
+
+
+@pytest.mark.parametrize("K", [2, 128])
+def test_per_row_deltas_spanning_the_grid(nodes, rng, K):
+    """Per-row deltas log-uniform on [1e-3, 40] (every row distinct: the vectorised, fully
+    checked solve); s - delta ~ N(0, 1) pooled, and the acceptance count within 4.5 SE of the
+    sum of the rows' exact acceptances (SE = sqrt(sum p (1 - p)), independent rows)."""
+    from scipy import stats
+
+    from rass_theory.optimize.list_rule import solve_list_rule
+
+    n, d = 8000, 3
+    delta = np.exp(rng.uniform(np.log(1e-3), np.log(40.0), n))
+    children, mu_d, mu_t, sigma, e = nodes.build(n, K, d, delta, rng, same_mean=False)
+    res = optimal_list()(children, mu_d, mu_t, sigma, rng)
+    assert check_contract(res, children) == []
+    s, _ = nodes.coordinates(res.states, mu_d, sigma, e)
+    assert stats.kstest(s - delta, "norm").pvalue > 1e-4
+    p = solve_list_rule(K, delta).certify().acceptance
+    for i in (0, n // 2, n - 1):  # the vectorised acceptances are the scalar rule's
+        assert p[i] == pytest.approx(rt.acceptance("optimal_list", K, float(delta[i])), abs=1e-15)
+    assert abs(res.accepted.sum() - p.sum()) < 4.5 * np.sqrt(np.sum(p * (1 - p)))
