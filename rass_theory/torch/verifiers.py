@@ -316,8 +316,11 @@ class ThresholdVerifier(_TorchVerifier):
         Required with ``t`` when ``weights`` does not fix it.
     delta : float, optional
         With ``t`` and ``weights`` omitted: use ``optimal_threshold_policy(K, delta)`` (solved
-        on the host once per ``K``, cached).  Per-row optimal thresholds would need the deltas
-        on the host and are not offered here.
+        on the host once per ``K``, cached).  With ``t``, ``weights`` and ``delta`` all omitted
+        (the default): each row's ``(t, w')`` is interpolated in its ``delta`` from the certified
+        table of :mod:`rass_theory.optimize.threshold_table` *on the device* (no host
+        synchronisation), the same parameters as NumPy's default ``verifiers.threshold()``;
+        ``K`` must be tabulated (``ValueError`` naming ``K`` otherwise).
 
     Notes
     -----
@@ -333,8 +336,6 @@ class ThresholdVerifier(_TorchVerifier):
     def __init__(self, t=None, weights=None, K=None, delta=None, grid_size=None, max_crossings=None):
         if (t is None) != (weights is None):
             raise ValueError("give both t and weights, or neither (optimal threshold policy at delta)")
-        if t is None and delta is None:
-            raise ValueError("the optimal threshold policy needs delta (a float) on the torch backend")
         if weights is not None:
             w = check_weights(weights, K, name="weights")
             self.K = w.size
@@ -353,34 +354,65 @@ class ThresholdVerifier(_TorchVerifier):
         if max_crossings is not None:
             self.residual_options["max_crossings"] = int(max_crossings)
 
-    def policy_for(self, K: int):
-        """``(t, weights)`` used for ``K`` children (host values)."""
+    @property
+    def interpolated(self) -> bool:
+        """True when each row's parameters come from the certified table (no ``t``, no ``delta``)."""
+        return self._w is None and self.delta is None
+
+    def policy_for(self, K: int, delta: float | None = None):
+        """``(t, weights)`` used for ``K`` children (host values; the table's at ``delta`` when interpolated)."""
         if self._w is not None:
             return self.t, self._w
+        if self.interpolated:
+            from ..optimize.threshold_table import threshold_table
+            if delta is None:
+                raise ValueError("the interpolated threshold policy needs delta to name its parameters")
+            t, w = threshold_table(check_K(K)).parameters(delta)
+            return float(t[0]), w[0]
         return _optimal_threshold(check_K(K), float(self.delta))
 
     def expected_acceptance(self, K, delta):
         from ..optimize.policies import threshold_acceptance
         K, delta = check_K(K), check_delta(delta)
-        t, w = self.policy_for(K)
+        t, w = self.policy_for(K, delta)
         if isinstance(t, torch.Tensor):
             return None
         return float(threshold_acceptance(K, delta, t, w))
 
+    def _table_rows(self, batch):
+        """Per-row ``(t (n,), w (n, K))`` interpolated on the device from the certified table."""
+        from ..optimize.threshold_table import threshold_table
+        K, device = batch.K, batch.device
+        key = ("table", K, str(device))
+        if key not in self._device_w:                      # host -> device once, outside the hot path
+            tab = threshold_table(K)
+            f64 = torch.float64
+            self._device_w[key] = tuple(torch.as_tensor(np.array(a), dtype=f64, device=device)
+                                        for a in (tab.grid, tab.p[:, None], tab.weights))
+        grid, p_table, w_table = self._device_w[key]
+        delta = batch.delta_safe.to(torch.float64)
+        p = interpolate_weights(grid, p_table, delta)[:, 0]
+        w = interpolate_weights(grid, w_table, delta)
+        t = torch.where(p >= 1.0, torch.full_like(p, math.inf), torch.special.ndtri(torch.clamp(p, max=1.0)))
+        return t, w
+
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
         n, K, device = batch.n, batch.K, batch.device
-        t, w_host = self.policy_for(K)
-        key = (K, str(device))
-        if key not in self._device_w:                      # host -> device once, outside the hot path
-            self._device_w[key] = torch.as_tensor(np.array(w_host), dtype=torch.float64, device=device)
-        w = self._device_w[key].expand(n, K).contiguous()
-        if isinstance(t, torch.Tensor):
-            if t.device != device or tuple(t.shape) not in ((), (n,)):
-                raise ValueError(f"t must be a tensor of shape (n,) = {(n,)} on {device}")
-            t_rows = t.to(torch.float64).expand(n)
+        if self.interpolated:
+            t_rows, w = self._table_rows(batch)
         else:
-            t_rows = torch.full((n,), t, dtype=torch.float64, device=device)
+            t, w_host = self.policy_for(K)
+            key = (K, str(device))
+            if key not in self._device_w:                      # host -> device once, outside the hot path
+                self._device_w[key] = torch.as_tensor(np.array(w_host), dtype=torch.float64, device=device)
+            w = self._device_w[key].expand(n, K).contiguous()
+            if isinstance(t, torch.Tensor):
+                if t.device != device or tuple(t.shape) not in ((), (n,)):
+                    raise ValueError(f"t must be a tensor of shape (n,) = {(n,)} on {device}")
+                t_rows = t.to(torch.float64).expand(n)
+            else:
+                t_rows = torch.full((n,), t, dtype=torch.float64, device=device)
         law = torch_laws.threshold_law(w, t_rows)
         options = self.residual_options
 

@@ -11,7 +11,7 @@ from ._core import draw_uniforms, finish, prepare
 from ..exact.residual_tables import MAX_SHARED_LAWS, policy_shared_residual
 from .rass import fresh_orthogonal
 
-__all__ = ["PolicyVerifier", "policy", "threshold"]
+__all__ = ["PolicyVerifier", "ThresholdVerifier", "THRESHOLD_PARAMETERS", "policy", "threshold"]
 
 
 def _per_row(fn, delta):
@@ -95,6 +95,14 @@ class PolicyVerifier(BuiltinVerifier):
         """The policy used for ``K`` children at ``delta``."""
         return self.policy if self._factory is None else self._factory(K, float(delta))
 
+    def _groups(self, K: int, live: np.ndarray, delta_all: np.ndarray) -> list:
+        """``[(rows, policy), ...]`` covering the live rows: one group for a fixed policy, one per
+        distinct ``delta`` for a factory."""
+        if self._factory is None:
+            return [(live, self.policy)]
+        values, inverse = np.unique(delta_all[live], return_inverse=True)
+        return [(live[inverse.reshape(-1) == j], self._factory(K, float(v))) for j, v in enumerate(values)]
+
     def expected_acceptance(self, K: int, delta: float) -> float:
         from scipy import integrate
 
@@ -124,11 +132,7 @@ class PolicyVerifier(BuiltinVerifier):
         chosen = np.zeros(n, dtype=np.int64)
         live = np.flatnonzero(~accepted)
         delta_all = batch.delta.astype(np.float64)
-        if self._factory is None:
-            groups = [(live, self.policy)]
-        else:
-            values, inverse = np.unique(delta_all[live], return_inverse=True)
-            groups = [(live[inverse.reshape(-1) == j], self._factory(K, float(v))) for j, v in enumerate(values)]
+        groups = self._groups(K, live, delta_all)
         rejected_parts, new_s_parts = [], []
         for rows, pol in groups:
             if rows.size == 0:
@@ -149,7 +153,9 @@ class PolicyVerifier(BuiltinVerifier):
                 d_rej = delta[rej]
                 u_rej = u[rows[rej], 1]
                 values, inverse = np.unique(d_rej, return_inverse=True)
-                if values.size <= MAX_SHARED_LAWS:
+                if values.size > MAX_SHARED_LAWS and callable(getattr(pol, "sample_residual", None)):
+                    new_s = pol.sample_residual(d_rej, u_rej)     # the policy's own per-row sampler
+                elif values.size <= MAX_SHARED_LAWS:
                     inverse = inverse.reshape(-1)
                     new_s = np.empty(d_rej.size)
                     for j, v in enumerate(values):
@@ -188,31 +194,86 @@ def policy(p, orthogonal: str = "selected") -> PolicyVerifier:
     return PolicyVerifier(p, orthogonal)
 
 
-def threshold(t=None, weights=None, K: int | None = None, orthogonal: str = "selected") -> PolicyVerifier:
+#: How the threshold verifier without a fixed ``(t, w')`` picks its parameters.
+THRESHOLD_PARAMETERS = ("interpolated", "optimal")
+
+
+@functools.lru_cache(maxsize=64)
+def _interpolated_threshold(K: int):
+    from ..optimize.threshold_table import InterpolatedThresholdPolicy
+
+    return InterpolatedThresholdPolicy(K)
+
+
+def _has_table(K: int) -> bool:
+    from ..optimize.threshold_table import tabulated_K
+
+    return K in tabulated_K()
+
+
+class ThresholdVerifier(PolicyVerifier):
+    """The optimal threshold-rank policy's verifier, with per-row parameters (see :func:`threshold`)."""
+
+    name = "threshold"
+
+    def __init__(self, parameters: str = "interpolated", orthogonal: str = "selected"):
+        if parameters not in THRESHOLD_PARAMETERS:
+            raise ValueError(f"parameters must be one of {THRESHOLD_PARAMETERS}, got {parameters!r}")
+        super().__init__(_optimal_threshold, orthogonal, name="threshold")
+        self.parameters = parameters
+
+    def __repr__(self) -> str:
+        return f"ThresholdVerifier(parameters={self.parameters!r}, orthogonal={self.orthogonal!r})"
+
+    def _uses_table(self, K: int) -> bool:
+        return self.parameters == "interpolated" and _has_table(K)
+
+    def policy_for(self, K: int, delta: float):
+        """The policy used for ``K`` children at ``delta``: the table's (one object per ``K``) or the optimum."""
+        K = check_K(K)
+        if self._uses_table(K):
+            return _interpolated_threshold(K)
+        return _optimal_threshold(K, float(check_delta(delta)))
+
+    def _groups(self, K, live, delta_all):
+        if self._uses_table(K):
+            return [(live, _interpolated_threshold(K))]
+        return super()._groups(K, live, delta_all)
+
+
+def threshold(t=None, weights=None, K: int | None = None, orthogonal: str = "selected",
+              parameters: str = "interpolated") -> PolicyVerifier:
     """Verifier of the threshold policy "top child if its ``s >= t``, else a rank from ``weights``".
 
     Parameters
     ----------
     t : float, optional
-        Threshold on the top child's ``s``.  With ``t`` and ``weights`` both omitted the optimal
-        threshold policy ``optimal_threshold_policy(K, delta)`` is used for every distinct
-        ``delta`` of a batch (solved once per value and cached).
+        Threshold on the top child's ``s``.  With ``t`` and ``weights`` both omitted the
+        (near-)optimal threshold policy of each row's ``delta`` is used (see ``parameters``).
     weights : array (K,), optional
         Fallback rank weights (required with ``t``).
     K : int, optional
         Number of children (required with ``t``).
     orthogonal : {"selected", "fresh"}
+    parameters : {"interpolated", "optimal"}
+        Without ``t``: ``"interpolated"`` (default) reads each row's ``(t, w')`` from the
+        certified table (:mod:`rass_theory.optimize.threshold_table`, within ``max_gap`` of the
+        optimum, no optimisation at run time: per-row deltas cost a vectorised law); where ``K``
+        has no table (``K = 1`` or ``K > 8``) it falls back to ``"optimal"``, which solves
+        ``optimal_threshold_policy(K, delta)`` once per distinct ``delta`` (about a second
+        each, cached).
 
     Notes
     -----
     Selected law ``g(s) = K phi(s) Phi(s)^(K-1)`` for ``s >= t`` and
     ``g(s) = sum_j w'_j K C(K-1, j) phi(s) Phi(s)^j (Phi(t) - Phi(s))^(K-1-j)`` for ``s < t``
     (``optimize.policies.ThresholdRankPolicy``, proof ``P8-value-aware-policies``); the verifier
-    is exact by ``P2-rass-exactness``.  The optimal policy costs an optimisation per distinct
-    ``delta`` (seconds each), so batches with per-row deltas should pass a fixed ``t``/``weights``.
+    is exact by ``P2-rass-exactness`` and, with per-row parameters, by P8.5 (each row is coupled
+    with its own law).  ``expected_acceptance(K, delta)`` is the exact acceptance of the policy
+    this verifier uses at ``delta``.
     """
     if t is None and weights is None:
-        v = PolicyVerifier(_optimal_threshold, orthogonal, name="threshold")
+        v = ThresholdVerifier(parameters, orthogonal)
         if K is not None:
             v.K = check_K(K)
         return v

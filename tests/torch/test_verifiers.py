@@ -93,8 +93,8 @@ class TestValidation:
             tv.rass([0.5, 0.6])
         with pytest.raises(ValueError, match="give both t and weights"):
             tv.threshold(t=0.3)
-        with pytest.raises(ValueError, match="needs delta"):
-            tv.threshold()
+        with pytest.raises(ValueError, match="no certified threshold table"):
+            tv.threshold(K=9).policy_for(9, 1.0)
 
     def test_cuda_request_without_cuda(self):
         from rass_theory.torch.harness import resolve_device
