@@ -14,7 +14,7 @@ MODULE = textwrap.dedent('''
     def resample(children, mu_draft, mu_target, sigma, rng):
         n, K, d = children.shape
         sig = np.broadcast_to(np.asarray(sigma, dtype=float), (n,))[:, None]
-        return SimpleNamespace(states=mu_target + sig * rng.standard_normal((n, d)),
+        return SimpleNamespace(states=(mu_target + sig * rng.standard_normal((n, d))).astype(mu_target.dtype),
                                accepted=np.zeros(n, bool), child_index=np.full(n, -1))
 
     def make_resample():
@@ -24,7 +24,7 @@ MODULE = textwrap.dedent('''
         def __call__(self, children, mu_draft, mu_target, sigma, rng):
             n, K, d = children.shape
             sig = np.broadcast_to(np.asarray(sigma, dtype=float), (n,))[:, None]
-            return SimpleNamespace(states=mu_target + 1.2 * sig * rng.standard_normal((n, d)),
+            return SimpleNamespace(states=(mu_target + 1.2 * sig * rng.standard_normal((n, d))).astype(mu_target.dtype),
                                    accepted=np.zeros(n, bool), child_index=np.full(n, -1))
 
     NOT_CALLABLE = 3

@@ -12,8 +12,7 @@ neither torch nor dask.
 from __future__ import annotations
 
 from ..stats import harness as _harness
-from ..stats.harness import DEFAULT_CHUNK_SIZE, DEFAULT_DTYPES, DEFAULT_N_BINS, DEFAULT_N_SAMPLES, \
-    DEFAULT_TWO_SAMPLE_SIZE
+from ..stats.harness import DEFAULT_CHUNK_SIZE, DEFAULT_N_BINS, DEFAULT_TWO_SAMPLE_SIZE
 
 __all__ = ["check_exactness", "certify", "chunk_stream"]
 
@@ -42,11 +41,12 @@ def chunk_stream(backend):
     return None
 
 
-def check_exactness(verifier, K=None, delta=None, dim=8, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rng=None,
+def check_exactness(verifier, K=None, delta=None, dim=None, n_samples=None, alpha=1e-3, rng=None,
                     expected_acceptance=None, *, sigma=None, chunk_size=DEFAULT_CHUNK_SIZE, n_directions=None,
                     n_bins=DEFAULT_N_BINS, two_sample_size=DEFAULT_TWO_SAMPLE_SIZE, n_permutations=None,
                     false_pass_rate=0.01, backend="numpy", device=None, backend_options=None,
-                    checkpoint=None, checkpoint_every=5, progress=False, dtype=DEFAULT_DTYPES):
+                    checkpoint=None, checkpoint_every=5, progress=False, dtype=None, regime=None, detect=None,
+                    stop_early=True):
     """Test whether ``verifier`` is exact on heterogeneous synthetic nodes, with stated power.
 
     Parameters
@@ -58,13 +58,17 @@ def check_exactness(verifier, K=None, delta=None, dim=8, n_samples=DEFAULT_N_SAM
         ``expected_acceptance(K, delta)``.
     K, delta : optional
         The cell.  When either is ``None`` (the default) the run is the default grid
-        (``K in {2, 4}`` or the verifier's fixed ``K``, ``delta in {0.5, 1, 2}``) with one Holm
-        family over every test of every cell, and a :class:`~rass_theory.stats.certify.CertifyResult`
-        is returned; otherwise an :class:`~rass_theory.stats.report.ExactnessReport` of the cell.
-    dim : int, default 8
-    n_samples : int, default 200_000
-        Rows per dtype pass of each cell.  Half the rows have the named ``delta``; the rest are
-        spread over ``spread_deltas(delta)`` (:mod:`rass_theory.stats.node`).
+        (:data:`rass_theory.stats.certify.DEFAULT_CELLS`: ``K in {2, 3, 4, 8}`` (or the verifier's
+        fixed ``K``), a ``dim = 256`` cell and a 2.5-million-row power cell, cheapest first) with
+        one Holm family over every test of every cell, and a
+        :class:`~rass_theory.stats.certify.CertifyResult` is returned; otherwise an
+        :class:`~rass_theory.stats.report.ExactnessReport` of the cell.
+    dim : int, optional
+        Dimension of the cell (default 8), or of every grid cell when given.
+    n_samples : int, optional
+        Rows per dtype pass: default 200_000 for one cell; the grid's cells have their own
+        (``DEFAULT_CELLS``) unless this is given.  Half the rows have the named ``delta``; the rest
+        are spread over ``spread_deltas(delta)`` (tiny ``1e-3 .. 1e-2`` to large ``4.5 .. 12``).
     alpha : float, default 1e-3
         Family-wise false-fail rate of the run (Holm over all statistical tests).
     rng : int, SeedSequence, Generator or None, default None
@@ -75,10 +79,24 @@ def check_exactness(verifier, K=None, delta=None, dim=8, n_samples=DEFAULT_N_SAM
         group; defaults to ``verifier.expected_acceptance``.  Without one, only the
         list-coupling bound is tested.
     sigma : float, optional
-        A fixed kernel scale; default: per-row scales log-uniform on [0.1, 10].
-    dtype : str or sequence of str, default ("float64", "float32")
-        Precision passes; ``"bfloat16"`` needs ``backend="torch"``.  Every pass has its own tests
-        (prefixed ``"float32:"`` etc.).
+        A fixed kernel scale; default: per-row scales log-uniform on [0.1, 10]
+        (``||mu_draft||/sigma`` is 0 on one row in ten, else log-uniform on [0.01, 1e4]).
+    dtype : str or sequence of str, optional
+        Precision passes (default ``("float64", "float32")``; the power cell runs float64 only);
+        ``"bfloat16"`` needs ``backend="torch"``.  Every pass has its own tests (prefixed
+        ``"float32:"`` etc.).
+    regime : DeltaTrace, run, mapping or Regime, optional
+        Test in the regime of your own model: the rows' ``delta``, ``sigma`` and
+        ``||mu_draft||/sigma`` are resampled from a recorded trace
+        (:func:`rass_theory.stats.regime.regime_from_trace`; deltas grouped into at most 16
+        representative values).  The report's ``regime`` line says what was drawn from where.
+    detect : float, optional
+        Design ``n`` for a stated KS distance: the smallest ``n`` whose detectable distance at
+        ``alpha`` and ``false_pass_rate`` is ``<= detect`` (for the grid: the power cell's), printed
+        to stderr (TFP ``statistical_testing`` style).
+    stop_early : bool, default True
+        Grid only: stop after the first cell with a raw p-value ``<= alpha / m``, which Holm
+        rejects whatever the remaining cells give (same verdict, same family-wise error).
     chunk_size, n_directions, n_bins, two_sample_size, n_permutations, false_pass_rate, backend,
     device, backend_options, checkpoint, checkpoint_every, progress
         As before: chunking (memory ``O(chunk_size * K * dim)``), test directions (default
@@ -99,7 +117,10 @@ def check_exactness(verifier, K=None, delta=None, dim=8, n_samples=DEFAULT_N_SAM
     ``<v_j, y>``, ``<w, y>`` by binned KS and chi-square tests; joint histograms of ``(t, r)`` and
     ``(t, <v_0, y>)``; ``sum t z_perp`` and ``sum (t^2 - 1) z_perp`` against their chi-square laws;
     32 fixed projections by KS; far-tail counts beyond 4 and 5 sd by exact binomial tests;
-    row-pair rank correlations and near-repeats within a call; the accepted count of every
+    row-pair rank correlations and near-repeats within a call; the rank correlation of matched
+    rows of two consecutive calls on the same nodes (``indep_calls``) and the calls-in-sequence
+    contract (the generator advances, results are not overwritten by later calls, states keep
+    the inputs' dtype); the accepted count of every
     delta group by exact binomial tests and against ``acceptance_bound(K, delta)``; an energy
     two-sample test.  Holm keeps the family-wise error at ``alpha`` (``proofs/S1-harness-power.md``).
     Power: any tested one-dimensional statistic whose pooled law is at KS distance
@@ -113,7 +134,7 @@ def check_exactness(verifier, K=None, delta=None, dim=8, n_samples=DEFAULT_N_SAM
         n_directions=n_directions, n_bins=n_bins, two_sample_size=two_sample_size, n_permutations=n_permutations,
         false_pass_rate=false_pass_rate, backend=backend, device=device, backend_options=backend_options,
         checkpoint=checkpoint, checkpoint_every=checkpoint_every, progress=progress, dtype=dtype,
-        chunk_stream=chunk_stream(backend))
+        chunk_stream=chunk_stream(backend), regime=regime, detect=detect, stop_early=stop_early)
 
 
 def certify(verifier, cells=None, **kwargs):

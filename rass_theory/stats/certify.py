@@ -17,7 +17,7 @@ import numpy as np
 
 from . import tests as T
 from .harness import (DEFAULT_DTYPES, DEFAULT_N_SAMPLES, _config, _family_size, build_node, collect_counts,
-                      make_report, permutations_for, raw_tests, tail_test_names, tail_tests)
+                      contract_violated, make_report, permutations_for, raw_tests, tail_test_names, tail_tests)
 from .report import StatisticalTest
 
 __all__ = ["certify", "CertifyResult", "default_cells", "POWER_SCOPE"]
@@ -29,26 +29,62 @@ POWER_SCOPE = ("Stated power (detectable KS distance per cell) covers each teste
                "directions, dependence beyond row pairs (i, i+1), (i, i+n/2)) carry no power guarantee.")
 
 
-#: Named deltas of the default grid: at K = 4 RASS corrects 2%, 10% and 45% of the named rows.
-DEFAULT_DELTAS = (0.5, 1.0, 2.0)
-DEFAULT_KS = (2, 4)
+#: The default grid, cheapest cells first (the run stops at the first cell that decides a
+#: failure).  Every cell spreads its rows over tiny, middle and large deltas and over
+#: ``||mu_draft||/sigma`` up to 1e4 (:mod:`rass_theory.stats.regime`); together they cover an odd
+#: ``K``, a ``K >= 5``, ``dim = 256`` and one *power cell* (the last) whose 2.5 million float64
+#: rows detect a pooled KS distance below 3e-3 (``detectable KS`` column).
+DEFAULT_CELLS = (
+    {"K": 2, "delta": 0.5, "dim": 8, "n_samples": 100_000},
+    {"K": 3, "delta": 1.0, "dim": 8, "n_samples": 100_000},
+    {"K": 8, "delta": 2.0, "dim": 8, "n_samples": 100_000},
+    {"K": 4, "delta": 1.0, "dim": 256, "n_samples": 20_000},
+    {"K": 4, "delta": 1.0, "dim": 8, "n_samples": 2_500_000, "dtype": ("float64",), "power": True},
+)
+DEFAULT_KS = tuple(sorted({c["K"] for c in DEFAULT_CELLS} | {4}))
+DEFAULT_DELTAS = tuple(sorted({c["delta"] for c in DEFAULT_CELLS}))
 
 
-def default_cells(verifier=None, *, K=None, delta=None, dim=8) -> list:
-    """The default grid: ``K in {2, 4}`` (or ``K``, or the verifier's fixed ``K``), ``delta in {0.5, 1, 2}`` (or ``delta``)."""
+def default_cells(verifier=None, *, K=None, delta=None, dim=None, regime=None) -> list:
+    """The default grid (:data:`DEFAULT_CELLS`) as a list of cell dicts.
+
+    ``K`` (or the verifier's fixed integer ``K``), ``delta`` and ``dim``, when given, replace the
+    cells' own values (duplicates are dropped).  With a recorded ``regime`` the cells' deltas are
+    the regime's (its median group is named) and its ``Ks``, when it records them, replace the
+    default ``K`` values, each with the power cell's size for the most common one.
+    """
     fixed_K = getattr(verifier, "K", None)
-    if K is not None:
-        Ks = (K,)
-    elif isinstance(fixed_K, int) and not isinstance(fixed_K, bool):
-        Ks = (fixed_K,)
-    else:
-        Ks = DEFAULT_KS
-    deltas = DEFAULT_DELTAS if delta is None else (delta,)
-    return [(k, d, dim) for k in Ks for d in deltas]
+    if K is None and isinstance(fixed_K, int) and not isinstance(fixed_K, bool):
+        K = fixed_K
+    cells = [dict(c) for c in DEFAULT_CELLS]
+    if regime is not None and getattr(regime, "Ks", ()) and K is None:
+        ks = list(regime.Ks)
+        cells = ([{"K": k, "delta": 1.0, "dim": 8, "n_samples": 100_000} for k in ks[1:]]
+                 + [c for c in cells if c["dim"] != 8]
+                 + [{**DEFAULT_CELLS[-1], "K": ks[0]}])
+    out, seen = [], set()
+    for c in cells:
+        if K is not None:
+            c["K"] = K
+        if delta is not None:
+            c["delta"] = delta
+        if dim is not None:
+            c["dim"] = dim
+        key = (c["K"], c["delta"], c["dim"], c.get("power", False))
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+_CELL_KEYS = {"K", "delta", "dim", "n_samples", "dtype", "power"}
 
 
 def _normalise_cells(cells) -> list:
+    """Cells as dicts ``{"K", "delta", "dim"[, "n_samples", "dtype", "power"]}`` (``ValueError`` names the cell)."""
     out = []
+    if isinstance(cells, (str, bytes, dict)):
+        raise TypeError(f"cells must be an iterable of (K, delta, dim) tuples or dicts, got {cells!r}")
     try:
         items = list(cells)
     except TypeError as exc:
@@ -60,13 +96,16 @@ def _normalise_cells(cells) -> list:
             missing = {"K", "delta", "dim"} - set(c)
             if missing:
                 raise ValueError(f"cells[{i}] is missing {sorted(missing)}")
-            out.append((c["K"], c["delta"], c["dim"]))
+            unknown = set(c) - _CELL_KEYS
+            if unknown:
+                raise ValueError(f"cells[{i}] has unknown key(s) {sorted(unknown)}; allowed: {sorted(_CELL_KEYS)}")
+            out.append(dict(c))
         else:
             try:
                 K, delta, dim = c
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"cells[{i}] must be a (K, delta, dim) triple, got {c!r}") from exc
-            out.append((K, delta, dim))
+            out.append({"K": K, "delta": delta, "dim": dim})
     return out
 
 
@@ -83,6 +122,10 @@ class CertifyResult:
         One per cell, with grid-wide Holm-adjusted p-values.
     grid_tests : tuple of StatisticalTest
         Far-tail tests pooled over every cell and pass (part of the same Holm family).
+    skipped : tuple of (K, delta, dim)
+        Cells not run because an earlier cell decided the failure (``stop_early``).
+    regime : str
+        The law of the rows' ``(delta, sigma, ||mu_draft||/sigma)`` (default or recorded).
     n_tests : int
         Size of the grid-wide Holm family.
     elapsed_seconds : float
@@ -95,6 +138,8 @@ class CertifyResult:
     elapsed_seconds: float
     seed: int = 0
     grid_tests: tuple = ()
+    skipped: tuple = ()
+    regime: str = ""
 
     @property
     def tests(self) -> tuple:
@@ -138,9 +183,17 @@ class CertifyResult:
         head = (f"certify: {'PASSED' if self.passed else 'FAILED'} over {len(self.reports)} cells, "
                 f"{self.n_tests} tests, family-wise alpha={self.alpha:g} (Holm), {self.elapsed_seconds:.1f} s, "
                 f"seed {self.seed}; {self.correction_fraction:.1%} of rows took the correction branch\n"
-                + POWER_SCOPE)
+                + self._regime_line() + POWER_SCOPE)
         lines = [head] + ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
-        return "\n".join(lines + [self._grid_line()])
+        return "\n".join(lines + [self._grid_line()] + ([self._skipped_line()] if self.skipped else []))
+
+    def _regime_line(self) -> str:
+        return f"rows: {self.regime}\n" if self.regime else ""
+
+    def _skipped_line(self) -> str:
+        cells = ", ".join(f"K={k},delta={d:g},dim={m}" for k, d, m in self.skipped)
+        return (f"stopped early: an earlier cell's p-value fell below alpha/m, which Holm rejects whatever the rest "
+                f"gives; not run: {cells}")
 
     def _grid_line(self) -> str:
         if not self.grid_tests:
@@ -160,7 +213,9 @@ class CertifyResult:
         table = Table(title=f"certify {verifier}: {'PASSED' if self.passed else 'FAILED'} "
                             f"(Holm over {self.n_tests} tests, alpha={self.alpha:g}, seed {self.seed}; "
                             f"{self.correction_fraction:.1%} of rows took the correction branch)",
-                      caption=self._grid_line() + "\n" + POWER_SCOPE, title_justify="left", caption_justify="left")
+                      caption=self._grid_line() + "\n" + self._regime_line() + POWER_SCOPE
+                      + ("\n" + self._skipped_line() if self.skipped else ""),
+                      title_justify="left", caption_justify="left")
         for col in self._HEADER:
             table.add_column(col)
         for row in self._rows():
@@ -172,7 +227,8 @@ class CertifyResult:
     def to_dict(self) -> dict:
         return {"passed": self.passed, "alpha": self.alpha, "n_tests": self.n_tests, "seed": self.seed,
                 "correction_fraction": self.correction_fraction, "power_scope": POWER_SCOPE,
-                "elapsed_seconds": self.elapsed_seconds, "cells": [r.to_dict() for r in self.reports]}
+                "elapsed_seconds": self.elapsed_seconds, "cells": [r.to_dict() for r in self.reports],
+                "regime": self.regime, "skipped": [list(c) for c in self.skipped]}
 
 
 def _cell_checkpoint(path, i):
@@ -182,20 +238,35 @@ def _cell_checkpoint(path, i):
     return f"{root}.cell{i}{ext or '.npz'}"
 
 
-def certify(verifier, cells=None, *, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rng=None, show=True, console=None,
-            checkpoint=None, checkpoint_every=5, dtype=DEFAULT_DTYPES, chunk_stream=None, **kwargs) -> CertifyResult:
-    """Check ``verifier`` on every cell of a grid with the family-wise error held across the grid.
+def certify(verifier, cells=None, *, n_samples=None, alpha=1e-3, rng=None, show=True, console=None,
+            checkpoint=None, checkpoint_every=5, dtype=None, chunk_stream=None, regime=None, detect=None,
+            stop_early=True, **kwargs) -> CertifyResult:
+    """Check ``verifier`` on every cell of a grid with the family-wise error held across it.
 
     Parameters
     ----------
     verifier : callable
         As for :func:`rass_theory.check_exactness`.
     cells : iterable of (K, delta, dim) or of dicts with those keys, optional
-        Default :func:`default_cells`.
+        Default :func:`default_cells`.  A dict may also name its own ``n_samples`` and ``dtype``.
     n_samples, alpha, rng, dtype
-        As for ``check_exactness``; ``alpha`` is the error rate of the whole grid.  Cell ``i`` runs
-        with the seed ``SeedSequence(seed, spawn_key=(4, i))``; ``rng=None`` draws the seed and
-        prints it.
+        As for ``check_exactness``; ``alpha`` is the error rate of the whole grid.  ``n_samples``
+        and ``dtype``, when given, apply to every cell (``None``: each cell's own, else
+        ``DEFAULT_N_SAMPLES`` and ``DEFAULT_DTYPES``).  Cell ``i`` runs with the seed
+        ``SeedSequence(seed, spawn_key=(4, i))``; ``rng=None`` draws the seed and prints it.
+    regime : DeltaTrace, run, mapping or Regime, optional
+        Rows' ``delta``, ``sigma`` and ``||mu_draft||/sigma`` resampled from a recorded trace
+        (:func:`rass_theory.stats.regime.regime_from_trace`).
+    detect : float, optional
+        Design the sample size: the power cell (the last default cell; with explicit cells, the
+        last cell) gets the smallest ``n`` whose stated detectable KS distance is ``<= detect``
+        (:func:`rass_theory.stats.power.samples_for_distance` with the grid's family size, ``alpha``
+        and ``false_pass_rate``); the design is printed.
+    stop_early : bool, default True
+        Stop after the first cell with a raw p-value ``<= alpha / m`` (``m`` the grid's family
+        size): Holm rejects that test whatever the other cells give, so the verdict (FAILED) and
+        the family-wise error are those of the full run; the cells not run are listed in
+        ``skipped``.
     show : bool, default True
         Print one rich table.
     chunk_stream : callable, optional
@@ -218,13 +289,15 @@ def certify(verifier, cells=None, *, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rn
     the ``i``-th smallest p-value when all of ``p_(j) <= alpha / (m - j + 1)``, ``j <= i``.  The
     energy test's permutation count defaults to ``ceil(1.5 m / alpha)`` (capped at 1e5) so it can
     reach Holm's first threshold, and each report's ``detectable_ks_distance`` uses the grid's
-    ``m``.
+    ``m``.  Tests of cells skipped by ``stop_early`` enter the family with p-value 1.
     """
     t0 = time.perf_counter()
-    cells = default_cells(verifier) if cells is None else _normalise_cells(cells)
-    from .harness import _seed_entropy
+    from .harness import _seed_entropy, check_detect, check_regime
     from .node import stream_seed
 
+    regime = check_regime(regime)
+    detect = check_detect(detect, kwargs.get("n_bins", 4096))
+    cells = default_cells(verifier, regime=regime) if cells is None else _normalise_cells(cells)
     root = _seed_entropy(rng)
     if rng is None:
         print(f"certify: random seed {root} (pass rng={root} to reproduce)", file=sys.stderr)
@@ -236,33 +309,60 @@ def certify(verifier, cells=None, *, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rn
     if unknown:
         raise TypeError(f"certify got unexpected keyword argument(s) {sorted(unknown)}")
     cfgs = []
-    for i, (K, delta, dim) in enumerate(cells):
-        cfgs.append(_config(verifier, K, delta, dim, n_samples, alpha, stream_seed(root, (4, i)), expected,
-                            kwargs.get("sigma"), kwargs.get("chunk_size", None), kwargs.get("n_directions"),
+    for i, cell in enumerate(cells):
+        n_cell = n_samples if n_samples is not None else cell.get("n_samples", DEFAULT_N_SAMPLES)
+        dt_cell = dtype if dtype is not None else cell.get("dtype", DEFAULT_DTYPES)
+        cfgs.append(_config(verifier, cell["K"], cell["delta"], cell["dim"], n_cell, alpha, stream_seed(root, (4, i)),
+                            expected, kwargs.get("sigma"), kwargs.get("chunk_size", None), kwargs.get("n_directions"),
                             kwargs.get("n_bins", 4096), kwargs.get("two_sample_size", 400), user_perms,
                             kwargs.get("false_pass_rate", 0.01), kwargs.get("backend", "numpy"),
                             kwargs.get("device"), kwargs.get("backend_options"), _cell_checkpoint(checkpoint, i),
-                            checkpoint_every, kwargs.get("progress", False), dtype))
-    m_total = sum(_family_size(c, with_tails=False) for c in cfgs)
-    m_total += sum(len(tail_test_names(dim, nd)) for dim, nd in {(c.dim, c.n_directions) for c in cfgs})
+                            checkpoint_every, kwargs.get("progress", False), dt_cell, regime=regime))
+
+    def family_size(cs):
+        m = sum(_family_size(c, with_tails=False) for c in cs)
+        return m + sum(len(tail_test_names(dim, nd)) for dim, nd in {(c.dim, c.n_directions) for c in cs})
+
+    m_total = family_size(cfgs)
+    if detect is not None:
+        from .power import detectable_ks_distance, samples_for_distance
+
+        k = max(i for i, c in enumerate(cells) if c.get("power", False) or i == len(cells) - 1)
+        n_design = max(2, samples_for_distance(detect, alpha, m_total, cfgs[k].false_pass_rate, cfgs[k].n_bins))
+        cfgs[k] = replace(cfgs[k], n_samples=n_design)
+        m_total = family_size(cfgs)
+        achieved = detectable_ks_distance(n_design, alpha, m_total, cfgs[k].false_pass_rate, cfgs[k].n_bins)
+        print(f"certify: detect={detect:g} -> n = {n_design:,} rows per dtype pass in cell {k} (K={cfgs[k].K}, "
+              f"delta={cfgs[k].delta:g}, dim={cfgs[k].dim}): detects a pooled KS distance >= {achieved:.4g} with "
+              f"probability >= {1 - cfgs[k].false_pass_rate:g} at family-wise false-fail rate {alpha:g} "
+              f"(Holm over m = {m_total} tests)", file=sys.stderr)
     if user_perms is None:
         perms = permutations_for(m_total, alpha)
         cfgs = [replace(c, n_permutations=perms) for c in cfgs]
-    runs = []
-    for cfg in cfgs:
+    runs, skipped = [], ()
+    for i, cfg in enumerate(cfgs):
         node = build_node(cfg)
         t_cell = time.perf_counter()
         counts, start = collect_counts(verifier, cfg, node, chunk_stream)
         raw = raw_tests(counts, node, cfg)
         runs.append((cfg, node, counts, raw, start, time.perf_counter() - t_cell))
-    # far tails pooled over the whole grid (cells of one dimension pool together)
+        decisive = any(t.pvalue <= alpha / m_total for _, t in raw if not np.isnan(t.pvalue))
+        decisive = decisive or counts[0].n_rows > 0 and contract_violated(counts)
+        if stop_early and decisive and i < len(cfgs) - 1:
+            skipped = tuple((c.K, c.delta, c.dim) for c in cfgs[i + 1:])
+            break
+    # far tails pooled over the grid (cells of one dimension pool together)
     grid_raw = []
-    for key in sorted({(c.dim, c.n_directions) for c in cfgs}):
+    dims = {(c.dim, c.n_directions) for c in cfgs}
+    for key in sorted(dims):
         pooled = [c for run in runs if (run[0].dim, run[0].n_directions) == key for c in run[2]]
-        prefix = "grid/" if len({(c.dim, c.n_directions) for c in cfgs}) == 1 else f"grid(dim={key[0]})/"
+        if not pooled:
+            continue
+        prefix = "grid/" if len(dims) == 1 else f"grid(dim={key[0]})/"
         grid_raw += tail_tests(pooled, key[0], key[1], prefix)
     all_p = [t.pvalue for run in runs for _, t in run[3]] + [t.pvalue for _, t in grid_raw]
-    reject, p_adj = T.holm(all_p, alpha)
+    n_missing = m_total - len(all_p)
+    reject, p_adj = T.holm(all_p + [1.0] * max(n_missing, 0), alpha)
     reports, offset = [], 0
     for cfg, node, counts, raw, start, elapsed in runs:
         k = len(raw)
@@ -272,8 +372,10 @@ def certify(verifier, cells=None, *, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rn
     grid_tests = tuple(StatisticalTest(name, t.statistic, t.pvalue, float(pa),
                                        bool(np.isnan(t.pvalue) or not rj), t.detail)
                        for (name, t), pa, rj in zip(grid_raw, p_adj[offset:], reject[offset:]))
-    passed = all(r.passed for r in reports) and all(t.passed for t in grid_tests)
-    result = CertifyResult(passed, alpha, tuple(reports), m_total, time.perf_counter() - t0, root, grid_tests)
+    passed = all(r.passed for r in reports) and all(t.passed for t in grid_tests) and not skipped
+    regime_text = build_node(cfgs[0]).describe_regime() if cfgs else ""
+    result = CertifyResult(passed, alpha, tuple(reports), m_total, time.perf_counter() - t0, root, grid_tests,
+                           skipped=skipped, regime=regime_text)
     if show:
         if console is None:
             from rich.console import Console

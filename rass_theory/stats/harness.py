@@ -41,7 +41,7 @@ from .node import (DTYPES, PERMUTATION_KEY, TARGET_KEY, ChunkSpec, SyntheticNode
 from .power import detectable_ks_distance
 from .report import ExactnessReport, StatisticalTest
 from .rowstats import counts_from_rows, tail_probability
-from .streaming import INDEP_STATS, MAX_MESSAGES, TAILS, VIOLATION_KINDS, ExactnessCounts
+from .streaming import INDEP_STATS, MAX_MESSAGES, SEQUENCE_KINDS, TAILS, VIOLATION_KINDS, ExactnessCounts
 
 __all__ = ["check_exactness", "certify", "run_chunk_numpy", "HarnessConfig", "DEFAULT_N_SAMPLES",
            "DEFAULT_CHUNK_SIZE", "BACKENDS", "DEFAULT_DTYPES"]
@@ -92,6 +92,7 @@ class HarnessConfig:
     dtypes: tuple = DEFAULT_DTYPES
     deltas: tuple = ()
     bounds: tuple = ()
+    regime: object = None
 
     @property
     def expected_acceptance(self):
@@ -105,7 +106,8 @@ class HarnessConfig:
                 "chunk_size": self.chunk_size, "n_directions": self.n_directions, "n_bins": self.n_bins,
                 "two_sample_size": self.two_sample_size, "backend": self.backend, "dtypes": list(self.dtypes),
                 "device": None if self.device is None else str(self.device),
-                "verifier": self.verifier_name}
+                "verifier": self.verifier_name,
+                "regime": "default" if self.regime is None else self.regime.fingerprint()}
 
 
 def verifier_name(verifier) -> str:
@@ -184,9 +186,32 @@ def _bound(K, delta):
     return float(acceptance_bound(K, delta)) if delta > 0 else 1.0
 
 
+def check_regime(regime):
+    """``None`` or the :class:`~rass_theory.stats.regime.Regime` of ``regime`` (a trace, run, mapping or Regime)."""
+    if regime is None:
+        return None
+    from .regime import regime_from_trace
+
+    return regime_from_trace(regime)
+
+
+def check_detect(detect, n_bins=DEFAULT_N_BINS):
+    """Validate ``detect``: a KS distance in ``(1/n_bins, 1)``, or ``None``."""
+    if detect is None:
+        return None
+    if isinstance(detect, bool) or not isinstance(detect, numbers.Real):
+        raise TypeError(f"detect must be a KS distance (a float), got {type(detect).__name__}")
+    detect = float(detect)
+    floor = 1.0 / int(n_bins)
+    if not (math.isfinite(detect) and floor < detect < 1.0):
+        raise ValueError(f"detect must be a KS distance in (1/n_bins, 1) = ({floor:.3g}, 1), got {detect!r}")
+    return detect
+
+
 def _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance, sigma, chunk_size,
             n_directions, n_bins, two_sample_size, n_permutations, false_pass_rate, backend, device,
-            backend_options, checkpoint, checkpoint_every, progress, dtype=DEFAULT_DTYPES) -> HarnessConfig:
+            backend_options, checkpoint, checkpoint_every, progress, dtype=DEFAULT_DTYPES, *,
+            regime=None) -> HarnessConfig:
     if not callable(verifier):
         raise TypeError(f"verifier must be callable (children, mu_draft, mu_target, sigma, rng), "
                         f"got {type(verifier).__name__}")
@@ -198,7 +223,7 @@ def _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance,
     n_samples = check_positive_int(n_samples, "n_samples", minimum=2)
     alpha = check_probability(alpha, "alpha")
     node_probe = SyntheticNode.build(K, delta, dim, sigma=sigma, n_directions=n_directions, n_bins=n_bins,
-                                     entropy=0)  # validates K, delta, dim, sigma, n_directions, n_bins
+                                     entropy=0, regime=regime)  # validates K, delta, dim, sigma, n_directions, n_bins
     chunk_size = check_positive_int(chunk_size if chunk_size is not None else DEFAULT_CHUNK_SIZE, "chunk_size")
     two_sample_size = check_positive_int(two_sample_size, "two_sample_size", minimum=0)
     if n_permutations is not None:
@@ -225,12 +250,12 @@ def _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance,
                          node_probe.sigma, chunk_size, node_probe.n_directions, node_probe.n_bins,
                          two_sample_size, n_permutations, false_pass_rate, backend, device,
                          dict(backend_options or {}), checkpoint, checkpoint_every, bool(progress),
-                         verifier_name(verifier), dtypes, deltas, bounds)
+                         verifier_name(verifier), dtypes, deltas, bounds, regime)
 
 
 def build_node(cfg: HarnessConfig) -> SyntheticNode:
     return SyntheticNode.build(cfg.K, cfg.delta, cfg.dim, sigma=cfg.sigma, n_directions=cfg.n_directions,
-                               n_bins=cfg.n_bins, entropy=cfg.seed)
+                               n_bins=cfg.n_bins, entropy=cfg.seed, regime=cfg.regime)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,6 +306,7 @@ class CallChecker:
         self.violations = np.zeros(len(VIOLATION_KINDS), np.int64)
         self.messages = []
         self.dtype_name = dtype_name
+        self.returned = False   # some call returned a result
 
     def _note(self, kind, rows, message):
         self.violations[VIOLATION_KINDS.index(kind)] += int(rows)
@@ -293,9 +319,14 @@ class CallChecker:
         self._note(kind, b - a, f"[{kind}] verifier {what} on a batch of {b - a} row(s) ({self.dtype_name} "
                                 f"inputs): {type(exc).__name__}: {exc}")
 
-    def record(self, a, b, result, children):
-        """Check ``result`` of the call on rows ``a:b`` against ``children`` (NumPy, the dtype given)."""
+    def record(self, a, b, result, children, expected_dtype=None):
+        """Check ``result`` of the call on rows ``a:b`` against ``children`` (NumPy, the dtype given).
+
+        ``expected_dtype``: the inputs' dtype, which ``states`` must have (``states_dtype``
+        otherwise; the torch runner checks the tensor's dtype itself and passes ``None``).
+        """
         n = b - a
+        self.returned = True
         try:
             issues = _check_contract(result, children)
         except Exception as exc:  # noqa: BLE001 - a malformed result fails the run, not the harness
@@ -307,6 +338,11 @@ class CallChecker:
         if any(i.kind in _WHOLE_ARRAY_KINDS for i in issues):
             return
         states = np.asarray(result.states)
+        if expected_dtype is not None and states.dtype != np.dtype(expected_dtype):
+            self._note("states_dtype", n, f"[states_dtype] result.states has dtype {states.dtype} for "
+                                          f"{np.dtype(expected_dtype)} inputs: states must keep the inputs' dtype "
+                                          f"(batch of {n} row(s))")
+            return
         accepted = np.asarray(result.accepted, dtype=bool)
         index = np.asarray(result.child_index)
         K = children.shape[1]
@@ -339,8 +375,9 @@ def draw_chunk(node, spec):
         ratio = rows.sigma[a] / rows.sigma[a:b]
         rows.sigma[a:b] = rows.sigma[a]
         rows.mu_target[a:b] = rows.mu_draft[a:b] + ratio[:, None] * (rows.mu_target[a:b] - rows.mu_draft[a:b])
-    noise = np.random.default_rng(sub_seed(spec.seed, 0)).standard_normal((spec.n, node.K, node.dim))
-    children = rows.mu_draft[:, None, :] + rows.sigma[:, None, None] * noise
+    children = np.random.default_rng(sub_seed(spec.seed, 0)).standard_normal((spec.n, node.K, node.dim))
+    children *= rows.sigma[:, None, None]
+    children += rows.mu_draft[:, None, :]
     return rows, children
 
 
@@ -352,6 +389,95 @@ def _fallback_e(rows, node):
     nz = norm > 0
     e[nz] = diff[nz] / norm[nz, None]
     return e
+
+
+#: Rows of each of the two calls of the calls-in-sequence probe (per chunk).
+PROBE_ROWS = 1000
+
+
+def probe_children(node, rows, spec, m, j):
+    """Fresh float64 children of the chunk's first ``m`` nodes for probe call ``j`` (stream ``sub_seed(seed, 3 + j)``)."""
+    noise = np.random.default_rng(sub_seed(spec.seed, 3 + j)).standard_normal((m, node.K, node.dim))
+    noise *= rows.sigma[:m, None, None]
+    noise += rows.mu_draft[:m, None, :]
+    return noise
+
+
+def _numpy_rng_state(rng):
+    bg = getattr(rng, "bit_generator", None)
+    if bg is None:
+        return None
+    seq = getattr(bg, "seed_seq", None)
+    return (repr(bg.state), getattr(seq, "n_children_spawned", None))
+
+
+def _snapshot(result):
+    return {k: np.array(getattr(result, k), copy=True) for k in ("states", "accepted", "child_index")
+            if hasattr(result, k)}
+
+
+def _unchanged(result, snap) -> bool:
+    return all(np.array_equal(np.asarray(getattr(result, k)), v, equal_nan=True) for k, v in snap.items())
+
+
+def sequence_probe(call, checker, m, state_of, snapshot, unchanged, states_of):
+    """Two consecutive verifier calls on the same ``m`` nodes with fresh children and one generator.
+
+    ``call(j)`` makes probe call ``j`` (0 or 1) and returns its result; ``state_of()`` reads the
+    generator's state, ``snapshot``/``unchanged`` copy a result and compare it with its copy,
+    ``states_of(result)`` returns its states as a float64 NumPy array (``None`` if unusable).
+    Named contract failures (counted once per probe): ``rng_not_advanced`` (the generator's state,
+    spawn count included, is the same before and after call 0: the verifier reseeded or drew from
+    a copy), ``result_aliased`` (call 0's result changed when call 1 ran: a view of a reused
+    buffer), ``sequence_raised``.  Returns the two calls' states, or ``None``.
+    """
+    outs = []
+    for j in range(2):
+        before = state_of()
+        try:
+            res = call(j)
+        except Exception as exc:  # noqa: BLE001 - the verifier's failure is a verdict
+            checker._note("sequence_raised", 1, f"[sequence_raised] verifier raised on the second of two consecutive "
+                                                f"calls ({checker.dtype_name}): {type(exc).__name__}: {exc}")
+            return None
+        if j == 0:
+            if before is not None and state_of() == before:
+                checker._note("rng_not_advanced", 1,
+                              f"[rng_not_advanced] the caller's generator is in the same state after a call on "
+                              f"{m} rows ({checker.dtype_name}): the verifier must draw from the rng it is given "
+                              f"(not reseed, not draw from a copy)")
+            try:
+                snap = snapshot(res)
+            except Exception:  # noqa: BLE001 - malformed results are counted by the main calls
+                return None
+        outs.append(res)
+    try:
+        if not unchanged(outs[0], snap):
+            checker._note("result_aliased", 1, f"[result_aliased] a call's result changed when the next call ran "
+                                               f"({checker.dtype_name}): results must not share memory with the "
+                                               f"verifier's buffers")
+        return [states_of(r) for r in outs]
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _probe_states(result, m, dim):
+    try:
+        st = np.asarray(result.states, dtype=np.float64)
+    except Exception:  # noqa: BLE001
+        return None
+    return st if st.shape == (m, dim) else None
+
+
+def probe_sums(node, frame, probe_states):
+    """:func:`~rass_theory.stats.rowstats.sequence_sums` of the probe's two calls (``(0, zeros)`` if unusable)."""
+    from .rowstats import sequence_sums
+
+    if probe_states is None or any(s is None for s in probe_states):
+        return 0, np.zeros(len(INDEP_STATS))
+    a, b = probe_states
+    ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    return sequence_sums(node, frame.take(slice(0, a.shape[0])), a, b, ok)
 
 
 def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> ExactnessCounts:
@@ -366,7 +492,7 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> Exactness
     """
     dt = _numpy_dtype(spec.dtype)
     rows, children64 = draw_chunk(node, spec)
-    children = children64.astype(dt)
+    children = children64.astype(dt, copy=False)
     md, mt, sig = rows.mu_draft.astype(dt), rows.mu_target.astype(dt), rows.sigma.astype(dt)
     for arr in (children, md, mt, sig):
         arr.setflags(write=False)
@@ -380,10 +506,18 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> Exactness
         except Exception as exc:  # noqa: BLE001 - the verifier's failure is a verdict, not a crash
             checker.raised(a, b, exc)
             continue
-        checker.record(a, b, result, children[a:b])
+        checker.record(a, b, result, children[a:b], dt)
+    m = min(PROBE_ROWS, spec.n) if checker.returned else 0   # no probe of a verifier that always raises
+    probe = [probe_children(node, rows, spec, m, j).astype(dt) for j in range(2)]
+    for arr in probe:
+        arr.setflags(write=False)
+    states = None if m == 0 else sequence_probe(lambda j: verifier(probe[j], md[:m], mt[:m], sig[:m], rng), checker, m,
+                            lambda: _numpy_rng_state(rng), _snapshot, _unchanged,
+                            lambda r: _probe_states(r, m, node.dim))
     frame = node.frame(md, mt, sig, _fallback_e(rows, node))
     return counts_from_rows(node, frame, checker.states, checker.valid, checker.accepted, rows.group,
-                            checker.violations, checker.messages, spec.keep, calls[-1:])
+                            checker.violations, checker.messages, spec.keep, calls[-1:],
+                            probe_sums(node, frame, states))
 
 
 def numpy_chunk_stream(verifier, node, specs, cfg: HarnessConfig):
@@ -502,7 +636,7 @@ def test_names(cfg: HarnessConfig) -> list:
                 names.append(f"{pre}joint_s_dir0_chi2")
             names += [f"{pre}xcov_s", f"{pre}xcov_s2"]
         names.append(f"{pre}proj_ks")
-        names += [f"{pre}indep_half", f"{pre}indep_next", f"{pre}repeats"]
+        names += [f"{pre}indep_half", f"{pre}indep_next", f"{pre}indep_calls", f"{pre}repeats"]
         if has_expected:
             names.append(f"{pre}acceptance_binomial")
         names.append(f"{pre}acceptance_bound")
@@ -579,15 +713,17 @@ def _pass_tests(c: ExactnessCounts, node: SyntheticNode, cfg: HarnessConfig, pre
         out.append((f"{pre}joint_chi2", T.joint_chisquare_test(c.joint_counts, B)))
         if node.n_directions:
             out.append((f"{pre}joint_s_dir0_chi2", T.joint_chisquare_test(c.joint_sd_counts, B)))
-        out.append((f"{pre}xcov_s", T.quadratic_form_test(c.xcov_sums[0], c.xcov_matrix, 1.0, "sum t z_perp: ")))
-        out.append((f"{pre}xcov_s2", T.quadratic_form_test(c.xcov_sums[1], c.xcov_matrix, 2.0,
-                                                            "sum (t^2-1) z_perp: ")))
+        out.append((f"{pre}xcov_s", T.studentised_form_test(c.xcov_sums[0], c.xcov_matrix[0], "sum t P z_perp: ")))
+        out.append((f"{pre}xcov_s2", T.studentised_form_test(c.xcov_sums[1], c.xcov_matrix[1],
+                                                              "sum (t^2-1) P z_perp: ")))
     out.append((f"{pre}proj_ks", T.projection_ks_test(c.proj_counts)))
     for p, label in enumerate(("half", "next")):
         active = [q for q, nm in enumerate(INDEP_STATS) if nm == "s" or node.dim > 1 and
                   (nm == "rperp" or node.n_directions)]
         out.append((f"{pre}indep_{label}", T.independence_test(c.indep_sums[p, active], int(c.indep_pairs[p]), B,
                                                                [INDEP_STATS[q] for q in active])))
+    out.append((f"{pre}indep_calls", T.independence_test(c.seq_sums[active], int(c.seq_pairs[0]), B,
+                                                          [INDEP_STATS[q] for q in active])))
     if pre.startswith("bfloat16"):  # bfloat16 nodes and states live on a lattice: repeats are expected
         repeats = T.TestStatistic(float("nan"), float("nan"), "not run on the bfloat16 lattice")
     else:
@@ -616,11 +752,22 @@ def raw_tests(counts, node: SyntheticNode, cfg: HarnessConfig) -> list:
     return out
 
 
+def _sequence_failures(counts) -> int:
+    idx = [VIOLATION_KINDS.index(k) for k in SEQUENCE_KINDS]
+    return int(sum(int(c.violations[idx].sum()) for c in counts))
+
+
+def contract_violated(counts) -> bool:
+    """Some row broke the contract, or the calls-in-sequence probe found a named failure."""
+    counts = [counts] if isinstance(counts, ExactnessCounts) else list(counts)
+    return any(c.n_rows != c.n_valid for c in counts) or _sequence_failures(counts) > 0
+
+
 def contract_test(counts) -> StatisticalTest:
     counts = [counts] if isinstance(counts, ExactnessCounts) else list(counts)
     rows = sum(c.n_rows for c in counts)
     bad = sum(c.n_rows - c.n_valid for c in counts)
-    ok = bad == 0 and rows > 0
+    ok = bad == 0 and rows > 0 and _sequence_failures(counts) == 0
     if ok:
         detail = "all rows satisfy the verifier contract"
     else:
@@ -629,7 +776,8 @@ def contract_test(counts) -> StatisticalTest:
             for k, v in c.violation_dict().items():
                 viol[k] = viol.get(k, 0) + v
             msgs += [m for m in c.messages if m not in msgs]
-        detail = f"{bad} of {rows} rows broke the contract: {viol}; " + " | ".join(msgs[:MAX_MESSAGES])
+        detail = (f"{bad} of {rows} rows broke the contract, {_sequence_failures(counts)} sequence probe(s) failed: "
+                  f"{viol}; " + " | ".join(msgs[:MAX_MESSAGES]))
     return StatisticalTest("contract", float(bad), 1.0 if ok else 0.0, 1.0 if ok else 0.0, ok, detail)
 
 
@@ -669,16 +817,18 @@ def make_report(counts, node, cfg, raw, p_adjusted, reject, elapsed, start_chunk
                            cfg.dim, cfg.sigma, cfg.backend, cfg.verifier_name, violations,
                            tuple(messages[:MAX_MESSAGES]), start_chunk, c0, dtypes=cfg.dtypes,
                            correction_fraction=corrections, groups=groups,
-                           named_share=float(node.group_probs[0]), pass_counts=tuple(counts))
+                           named_share=float(node.group_probs[0]), pass_counts=tuple(counts),
+                           regime=node.describe_regime())
 
 
 # ---------------------------------------------------------------------------------------------
 # public entry points
-def check_exactness(verifier, K=None, delta=None, dim=8, n_samples=DEFAULT_N_SAMPLES, alpha=1e-3, rng=None,
+def check_exactness(verifier, K=None, delta=None, dim=None, n_samples=None, alpha=1e-3, rng=None,
                     expected_acceptance=None, *, sigma=None, chunk_size=DEFAULT_CHUNK_SIZE, n_directions=None,
                     n_bins=DEFAULT_N_BINS, two_sample_size=DEFAULT_TWO_SAMPLE_SIZE, n_permutations=None,
                     false_pass_rate=0.01, backend="numpy", device=None, backend_options=None,
-                    checkpoint=None, checkpoint_every=5, progress=False, dtype=DEFAULT_DTYPES, chunk_stream=None):
+                    checkpoint=None, checkpoint_every=5, progress=False, dtype=None, chunk_stream=None,
+                    regime=None, detect=None, stop_early=True):
     """The exactness harness behind ``rt.check_exactness``, with its chunk runner as a parameter.
 
     The public entry is :func:`rass_theory.scale.check.check_exactness` (``rt.check_exactness``),
@@ -692,18 +842,35 @@ def check_exactness(verifier, K=None, delta=None, dim=8, n_samples=DEFAULT_N_SAM
     if K is None or delta is None:
         from .certify import default_cells
 
-        cells = default_cells(verifier, K=K, delta=delta, dim=dim)
+        regime = check_regime(regime)
+        cells = default_cells(verifier, K=K, delta=delta, dim=dim, regime=regime)
         return certify(verifier, cells, n_samples=n_samples, alpha=alpha, rng=rng,
                        expected_acceptance=expected_acceptance, sigma=sigma, chunk_size=chunk_size,
                        n_directions=n_directions, n_bins=n_bins, two_sample_size=two_sample_size,
                        n_permutations=n_permutations, false_pass_rate=false_pass_rate, backend=backend,
                        device=device, backend_options=backend_options, checkpoint=checkpoint,
                        checkpoint_every=checkpoint_every, progress=progress, dtype=dtype, show=False,
-                       chunk_stream=chunk_stream)
+                       chunk_stream=chunk_stream, regime=regime, detect=detect, stop_early=stop_early)
     t0 = time.perf_counter()
-    cfg = _config(verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance, sigma, chunk_size,
-                  n_directions, n_bins, two_sample_size, n_permutations, false_pass_rate, backend, device,
-                  backend_options, checkpoint, checkpoint_every, progress, dtype)
+    regime = check_regime(regime)
+    detect = check_detect(detect, n_bins)
+    dim = 8 if dim is None else dim
+    cfg = _config(verifier, K, delta, dim, DEFAULT_N_SAMPLES if n_samples is None else n_samples, alpha, rng,
+                  expected_acceptance, sigma, chunk_size, n_directions, n_bins, two_sample_size, n_permutations,
+                  false_pass_rate, backend, device, backend_options, checkpoint, checkpoint_every, progress,
+                  DEFAULT_DTYPES if dtype is None else dtype, regime=regime)
+    if detect is not None:
+        from dataclasses import replace
+
+        from .power import samples_for_distance
+
+        m = _family_size(cfg)
+        n_design = max(2, samples_for_distance(detect, cfg.alpha, m, cfg.false_pass_rate, cfg.n_bins))
+        cfg = replace(cfg, n_samples=n_design)
+        print(f"check_exactness: detect={detect:g} -> n = {n_design:,} rows per dtype pass: detects a pooled KS "
+              f"distance >= {detectable_ks_distance(n_design, cfg.alpha, m, cfg.false_pass_rate, cfg.n_bins):.4g} "
+              f"with probability >= {1 - cfg.false_pass_rate:g} at family-wise false-fail rate {cfg.alpha:g} "
+              f"(Holm over m = {m} tests)", file=sys.stderr)
     chunk_stream = resolve_chunk_stream(cfg, chunk_stream)
     if rng is None:
         print(f"check_exactness: random seed {cfg.seed} (pass rng={cfg.seed} to reproduce)", file=sys.stderr)

@@ -3,14 +3,19 @@
 A harness *cell* names ``(K, delta, dim)``; every row of every chunk is its own node, drawn by
 :meth:`SyntheticNode.draw`:
 
-* ``sigma_i`` log-uniform on ``[sigma_low, sigma_high]`` (default ``[0.1, 10]``), or the fixed
-  ``sigma`` the caller names;
+* ``sigma_i`` log-uniform on ``[0.1, 10]`` (``SIGMA_RANGE``), or the fixed ``sigma`` the caller
+  names;
 * ``mu_draft_i = sigma_i rho_i g_i / ||g_i||`` with ``g_i ~ N(0, I)`` and ``rho_i`` zero for one
-  row in ten, else log-uniform on ``[0.01, 30]`` (norms from 0 to well above ``sigma``);
+  row in ten, else log-uniform on ``[0.01, 1e4]`` (``RHO_RANGE``: from 0 to the draft-mean norms of
+  real runs, where float32 cancellation bites);
 * a uniformly random unit ``e_i`` and ``mu_target_i = mu_draft_i + sigma_i delta_i e_i``;
 * ``delta_i`` equal to the named ``delta`` with probability ``named_share`` (default 1/2), else
-  uniform on the cell's *spread* values (:func:`spread_deltas`: half and twice the named delta
-  and ``0.25, 1, 2, 3``, where the correction branch is common).
+  uniform on the cell's *spread* values (:func:`spread_deltas`: tiny ``1e-3 .. 1e-2``, half and
+  twice the named delta, ``0.25 .. 3`` where the correction branch is common, and large values
+  ``4.5 .. 12`` where it carries the target's tails).
+
+A recorded regime (:mod:`rass_theory.stats.regime`, ``check_exactness(..., regime=trace)``)
+replaces the laws of ``delta_i``, ``sigma_i`` and ``rho_i`` by resampling the recorded nodes.
 
 The rows are then standardised each in its own frame.  With ``z = (x - mu_draft) / sigma`` of the
 committed state ``x`` and ``y = z - delta e``, an exact verifier gives ``y ~ N(0, I)`` in every
@@ -37,12 +42,14 @@ distributed runs bit-identical to a single sequential run.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import special, stats
 
 from .._validation import check_delta, check_K, check_positive_int
+from .regime import RHO_RANGE, SIGMA_RANGE, ZERO_RHO_SHARE, Regime
 
 __all__ = ["SyntheticNode", "RowNodes", "RowFrame", "ChunkSpec", "chunk_plan", "chunk_seed", "stream_seed",
            "spread_deltas", "NODE_KEY", "TARGET_KEY", "PERMUTATION_KEY", "DTYPES", "SMALL_BATCHES"]
@@ -58,11 +65,12 @@ N_JOINT_BINS = 8
 #: Fixed ambient projections of the random-projection KS test, and their bins.
 N_PROJECTIONS = 32
 N_PROJECTION_BINS = 256
+#: Largest dimension of the cross-covariance tests (a fixed random subspace above it).
+XCOV_DIM = 32
 #: dtypes a pass can use (bfloat16 only with the torch backend).
 DTYPES = ("float64", "float32", "bfloat16")
 #: Odd batch sizes the verifier is also called on at the start of every chunk.
 SMALL_BATCHES = (1, 2, 3, 7)
-SIGMA_RANGE = (0.1, 10.0)
 
 
 def stream_seed(entropy: int, key: tuple) -> np.random.SeedSequence:
@@ -81,14 +89,23 @@ def sub_seed(seed: np.random.SeedSequence, j: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed.entropy, spawn_key=tuple(seed.spawn_key) + (int(j),))
 
 
+#: Tiny and large deltas every default cell also covers (the middle is ``0.25, 1, 2, 3``).
+TINY_DELTAS = (1e-3, 3e-3, 1e-2)
+MIDDLE_DELTAS = (0.25, 1.0, 2.0, 3.0)
+LARGE_DELTAS = (4.5, 6.0, 8.0, 12.0)
+
+
 def spread_deltas(delta: float) -> tuple:
     """The spread of per-row deltas around the named ``delta``.
 
-    ``{delta/2, 2 delta} | {0.25, 1, 2, 3}`` without ``delta`` itself and without 0 (sorted).  The
-    large values make the correction branch common (at ``K = 4`` RASS corrects 45% of rows at
-    ``delta = 2`` and 75% at ``delta = 3``).
+    ``{delta/2, 2 delta} | TINY_DELTAS | {0.25, 1, 2, 3} | LARGE_DELTAS`` without ``delta`` itself
+    and without 0 (sorted).  Tiny deltas exercise the near-degenerate branch (small nonzero
+    ``delta`` must not divide by zero or be mistaken for a degenerate node); large ones make the
+    correction branch common (at ``K = 4`` RASS corrects 45% of rows at ``delta = 2``, 75% at 3)
+    and carry the target's tails beyond ``delta ~ 4.5``, where ``log1p(-ndtr(s))`` style
+    underflows appear.
     """
-    values = {0.25, 1.0, 2.0, 3.0}
+    values = set(TINY_DELTAS) | set(MIDDLE_DELTAS) | set(LARGE_DELTAS)
     if delta > 0:
         values |= {round(delta / 2, 12), round(2 * delta, 12)}
     values.discard(delta)
@@ -172,16 +189,19 @@ class RowNodes:
 class RowFrame:
     """Per-row frame recomputed from the arrays the verifier received (float64).
 
-    ``e (n, d)``, ``delta (n,)``, ``v (n_directions, n, d)`` unit and orthogonal to ``e``,
-    ``w (n, d) = (e + v_0) / sqrt 2`` (zeros when ``dim == 1``).
+    ``e (n, d)`` unit, ``delta (n,)``, and the anchors' components ``ea (n, n_directions) =
+    <e_i, a_j>`` with ``anchors``; row ``i``'s test direction ``v_ij = (a_j - ea_ij e_i) /
+    ||a_j - ea_ij e_i||`` is unit and orthogonal to ``e_i``, and ``w_i = (e_i + v_i0) / sqrt 2``.
+    The directions are never materialised: :meth:`directions` projects on them through
+    ``<v_ij, y> = (<a_j, y> - ea_ij <e_i, y>) / sqrt(||a_j||^2 - ea_ij^2)``.
     """
 
     mu_draft: np.ndarray
     sigma: np.ndarray
     e: np.ndarray
     delta: np.ndarray
-    v: np.ndarray
-    w: np.ndarray
+    anchors: np.ndarray
+    ea: np.ndarray
 
     def standardise(self, states) -> np.ndarray:
         """``y = (x - mu_draft) / sigma - delta e``: ``N(0, I)`` under an exact rule (float64)."""
@@ -189,6 +209,33 @@ class RowFrame:
         y /= self.sigma[:, None]
         y -= self.delta[:, None] * self.e
         return y
+
+    def take(self, rows) -> "RowFrame":
+        """The frame of ``rows`` (a slice or an index array)."""
+        return RowFrame(self.mu_draft[rows], self.sigma[rows], self.e[rows], self.delta[rows], self.anchors,
+                        self.ea[rows])
+
+    def _norms(self) -> np.ndarray:
+        a2 = np.einsum("jd,jd->j", self.anchors, self.anchors)
+        return np.sqrt(np.maximum(a2[None, :] - self.ea * self.ea, 1e-300))
+
+    def directions(self, y, t) -> tuple:
+        """``(<v_j, y> (n_directions, n), <w, y> (n,))`` for standardised states ``y`` with ``t = <e, y>``."""
+        if not self.anchors.shape[0]:
+            return np.zeros((0, y.shape[0])), np.zeros(y.shape[0])
+        dirs = ((y @ self.anchors.T - self.ea * t[:, None]) / self._norms()).T
+        return dirs, (t + dirs[0]) / math.sqrt(2.0)
+
+    @property
+    def v(self) -> np.ndarray:
+        """The test directions ``(n_directions, n, d)`` (materialised; for tests and reference)."""
+        v = self.anchors[:, None, :] - self.ea.T[:, :, None] * self.e[None]
+        return v / self._norms().T[:, :, None]
+
+    @property
+    def w(self) -> np.ndarray:
+        """``(e + v_0) / sqrt 2`` (zeros when there is no test direction)."""
+        return (self.e + self.v[0]) / math.sqrt(2.0) if self.anchors.shape[0] else np.zeros_like(self.e)
 
 
 @dataclass(frozen=True, eq=False)
@@ -209,6 +256,10 @@ class SyntheticNode:
         and normalised.
     projections : ndarray (N_PROJECTIONS, dim)
         Fixed unit vectors of the random-projection KS test.
+    xcov_basis : ndarray (min(dim, XCOV_DIM), dim)
+        Orthonormal rows ``P`` of the cross-covariance tests (the identity up to ``XCOV_DIM``).
+    regime : Regime or None
+        A recorded regime (``None``: the default laws of the module docstring).
     n_bins : int
         Equiprobable PIT bins of every one-dimensional histogram.
     z_edges, r_edges : ndarray (n_bins - 1,)
@@ -227,10 +278,12 @@ class SyntheticNode:
     n_joint_bins: int
     z_edges: np.ndarray
     r_edges: np.ndarray
+    regime: Regime | None = None
+    xcov_basis: np.ndarray | None = None
 
     @classmethod
     def build(cls, K, delta, dim, *, sigma=None, n_directions=None, n_bins=4096, entropy=0,
-              named_share=0.5) -> "SyntheticNode":
+              named_share=0.5, regime=None) -> "SyntheticNode":
         """Draw the cell's fixed vectors from the stream ``SeedSequence(entropy, spawn_key=(0,))``.
 
         ``n_directions`` defaults to ``min(2, dim - 1)`` and must not exceed ``dim - 1``.
@@ -249,14 +302,25 @@ class SyntheticNode:
         anchors = rng.standard_normal((max(n_directions, 1), dim))[:n_directions]
         proj = rng.standard_normal((N_PROJECTIONS, dim))
         proj /= np.linalg.norm(proj, axis=1)[:, None]
-        spread = spread_deltas(delta)
-        deltas = (delta,) + spread
-        share = float(named_share) if spread else 1.0
-        probs = np.array([share] + [(1.0 - share) / len(spread)] * len(spread))
+        if dim <= XCOV_DIM:
+            basis = np.eye(dim)
+        else:  # a fixed random k-dimensional subspace (orthonormal rows)
+            basis = np.linalg.qr(rng.standard_normal((dim, XCOV_DIM)))[0].T.copy()
+        if regime is not None:
+            if not isinstance(regime, Regime):
+                raise TypeError(f"regime must be a rass_theory.stats.regime.Regime, got {type(regime).__name__}")
+            deltas, probs = tuple(regime.deltas), np.array(regime.group_probs, dtype=np.float64)
+            delta = deltas[0]
+        else:
+            spread = spread_deltas(delta)
+            deltas = (delta,) + spread
+            share = float(named_share) if spread else 1.0
+            probs = np.array([share] + [(1.0 - share) / len(spread)] * len(spread))
         z_edges, r_edges = _edges(n_bins, dim)
-        for arr in (anchors, proj, probs):
+        for arr in (anchors, proj, probs, basis):
             arr.setflags(write=False)
-        return cls(K, delta, dim, sigma, deltas, probs, anchors, proj, n_bins, N_JOINT_BINS, z_edges, r_edges)
+        return cls(K, delta, dim, sigma, deltas, probs, anchors, proj, n_bins, N_JOINT_BINS, z_edges, r_edges,
+                   regime, basis)
 
     @property
     def n_directions(self) -> int:
@@ -274,10 +338,19 @@ class SyntheticNode:
         For ``dtype="bfloat16"`` every input is exactly representable in bfloat16: ``sigma_i`` a
         power of two in ``[1/8, 8]``, ``mu_draft_i = sigma_i q_i`` with ``q_i`` in ``{-1, -1/2, 0,
         1/2, 1}^dim`` and ``e_i`` a signed coordinate axis, so that the cast changes nothing and the
-        nominal deltas are exact.
+        nominal deltas are exact; rows drawn in a group whose delta is not a multiple of ``1/64``
+        (the tiny deltas) take the first such group instead.
         """
         d = self.dim
-        group = rng.choice(self.n_groups, size=n, p=self.group_probs)
+        rec_sigma = rec_rho = None
+        if self.regime is not None:
+            group, rec_sigma, rec_rho = self.regime.draw(rng, n)
+        else:
+            group = rng.choice(self.n_groups, size=n, p=self.group_probs)
+        if dtype == "bfloat16":  # tiny deltas are not bfloat16 sums: their rows move to the named delta
+            dyadic = np.array([float(x * 64).is_integer() for x in self.deltas])
+            if dyadic.any() and not dyadic.all():
+                group = np.where(dyadic[group], group, int(np.argmax(dyadic)))
         delta = np.asarray(self.deltas)[group]
         if dtype == "bfloat16":
             sigma = (2.0 ** rng.integers(-3, 4, n)) if self.sigma is None else np.full(n, self.sigma)
@@ -287,18 +360,22 @@ class SyntheticNode:
             e[np.arange(n), axis] = rng.choice([-1.0, 1.0], n)
             mu_draft = sigma[:, None] * q
         else:
-            if self.sigma is None:
-                lo, hi = np.log(SIGMA_RANGE[0]), np.log(SIGMA_RANGE[1])
-                sigma = np.exp(rng.uniform(lo, hi, n))
-            else:
+            if self.sigma is not None:
                 sigma = np.full(n, self.sigma)
+            elif rec_sigma is not None:
+                sigma = np.array(rec_sigma, dtype=np.float64)
+            else:
+                sigma = np.exp(rng.uniform(np.log(SIGMA_RANGE[0]), np.log(SIGMA_RANGE[1]), n))
             g = rng.standard_normal((n, d))
-            g /= np.maximum(np.linalg.norm(g, axis=1), 1e-300)[:, None]
-            rho = np.exp(rng.uniform(np.log(0.01), np.log(30.0), n))
-            rho[rng.random(n) < 0.1] = 0.0
+            g /= np.maximum(np.sqrt(np.einsum("nd,nd->n", g, g)), 1e-300)[:, None]
+            if rec_rho is not None:
+                rho = np.array(rec_rho, dtype=np.float64)
+            else:
+                rho = np.exp(rng.uniform(np.log(RHO_RANGE[0]), np.log(RHO_RANGE[1]), n))
+                rho[rng.random(n) < ZERO_RHO_SHARE] = 0.0
             mu_draft = (sigma * rho)[:, None] * g
             e = rng.standard_normal((n, d))
-            e /= np.maximum(np.linalg.norm(e, axis=1), 1e-300)[:, None]
+            e /= np.maximum(np.sqrt(np.einsum("nd,nd->n", e, e)), 1e-300)[:, None]
         mu_target = mu_draft + (sigma * delta)[:, None] * e
         return RowNodes(mu_draft, mu_target, sigma, group)
 
@@ -316,16 +393,7 @@ class SyntheticNode:
         if zero.any():
             e[zero] = fallback_e[zero]
         delta = norm / sig
-        n, d = md.shape
-        nd = self.n_directions
-        v = np.zeros((nd, n, d))
-        for j in range(nd):
-            a = self.anchors[j]
-            vj = a[None, :] - (e @ a)[:, None] * e
-            vj /= np.maximum(np.linalg.norm(vj, axis=1), 1e-300)[:, None]
-            v[j] = vj
-        w = (e + v[0]) / np.sqrt(2.0) if nd else np.zeros((n, d))
-        return RowFrame(md, sig, e, delta, v, w)
+        return RowFrame(md, sig, e, delta, self.anchors, e @ self.anchors.T)
 
     # ------------------------------------------------------------------ binning
     @staticmethod
@@ -334,35 +402,34 @@ class SyntheticNode:
         return np.searchsorted(edges, values, side="right")
 
     def bin_normal(self, values) -> np.ndarray:
-        """``bin(values, z_edges)`` for standard-normal statistics, about twice as fast.
+        """``bin(values, z_edges)`` for standard-normal statistics, by table look-up (:class:`EdgeBinner`)."""
+        return _binner(self.n_bins, 0).bin(values)
 
-        Guesses the bin as ``floor(Phi(x) n_bins)`` and corrects it by one against the exact
-        edges; rows where the guess is still wrong fall back to ``searchsorted``, so the result
-        is identical to :meth:`bin`.
+    def bin_rperp(self, r) -> np.ndarray:
+        """PIT bin of ``||z_perp||^2``: ``sqrt(r)`` against ``sqrt(r_edges)`` by table look-up (:class:`EdgeBinner`).
+
+        Equal to ``bin(r, r_edges)`` except for a value within one rounding of an edge; the square
+        root keeps the table small where the ``chi^2(1)`` edges crowd near 0.
         """
-        B = self.n_bins
-        ext = self._z_ext
-        b = np.minimum((special.ndtr(values) * B).astype(np.intp), B - 1)
-        b -= values < ext[b]
-        b += values >= ext[b + 1]
-        bad = ~((ext[b] <= values) & (values < ext[b + 1]))
-        if bad.any():
-            b[bad] = np.searchsorted(self.z_edges, values[bad], side="right")
-        return b
-
-    @property
-    def _z_ext(self) -> np.ndarray:
-        ext = self.__dict__.get("_z_ext_cache")
-        if ext is None:
-            ext = np.concatenate([[-np.inf], self.z_edges, [np.inf]])
-            object.__setattr__(self, "_z_ext_cache", ext)
-        return ext
+        return _binner(self.n_bins, self.dim).bin(np.sqrt(np.maximum(r, 0.0)))
 
     def fingerprint(self) -> dict:
         """The parameters that identify the cell (for checkpoints)."""
         return {"K": self.K, "delta": repr(self.delta), "dim": self.dim, "sigma": repr(self.sigma),
                 "deltas": [repr(x) for x in self.deltas], "n_directions": self.n_directions,
-                "n_bins": self.n_bins}
+                "n_bins": self.n_bins, "regime": None if self.regime is None else self.regime.fingerprint()}
+
+    def describe_regime(self) -> str:
+        """One line: the law of the rows' ``(delta, sigma, ||mu_draft||/sigma)`` (for reports)."""
+        if self.regime is not None:
+            return self.regime.describe()
+        sig = (f"sigma = {self.sigma:g}" if self.sigma is not None
+               else f"sigma log-uniform on [{SIGMA_RANGE[0]:g}, {SIGMA_RANGE[1]:g}]")
+        spread = self.deltas[1:]
+        dl = (f"delta: {self.group_probs[0]:.0%} at {self.delta:g}, the rest over {len(spread)} values "
+              f"in [{min(spread):g}, {max(spread):g}]") if spread else f"delta = {self.delta:g}"
+        return (f"default regime: {dl}; {sig}; ||mu_draft||/sigma 0 for {ZERO_RHO_SHARE:.0%} of rows, else "
+                f"log-uniform on [{RHO_RANGE[0]:g}, {RHO_RANGE[1]:g}]; dim {self.dim}")
 
 
 @functools.lru_cache(maxsize=64)
@@ -374,6 +441,67 @@ def _edges(n_bins: int, dim: int):
     z_edges.setflags(write=False)
     r_edges.setflags(write=False)
     return z_edges, r_edges
+
+
+class EdgeBinner:
+    """Exact ``searchsorted(edges, x, side="right")`` for sorted ``edges`` in a few vector operations.
+
+    A uniform grid of cells of width ``h <= min gap / 2`` covers ``[edges[0] - 2h, edges[-1] + 2h]``;
+    ``table[c]`` is the bin of cell ``c``'s left end.  A value ``x`` whose computed cell ``c`` is off
+    by at most one from its true cell lies within ``2h <= min gap`` of that left end, so at most one
+    edge lies between them, and one comparison on each side (``x < edges[b - 1]``,
+    ``x >= edges[b]``) gives the exact bin.  About 6x faster than ``searchsorted`` for 4096 bins and
+    2x faster than ``floor(Phi(x) B)``; the result is identical to ``searchsorted``
+    (``tests/stats/test_streaming.py``).  Values must be finite or infinite, not NaN.
+    """
+
+    MAX_CELLS = 1 << 18
+    BLOCK = 1 << 15
+
+    def __init__(self, edges):
+        edges = np.asarray(edges, dtype=np.float64)
+        self.edges = edges
+        self.ext = np.concatenate([[-np.inf], edges, [np.inf]])
+        if edges.size < 2:
+            self.table = None
+            return
+        gap = float(np.min(np.diff(edges)))
+        span = float(edges[-1] - edges[0])
+        h = gap / 2.0
+        if not gap > 0 or span / h > self.MAX_CELLS:
+            self.table = None                      # too fine a grid: plain searchsorted
+            return
+        self.lo = float(edges[0]) - 2 * h
+        self.inv_h = 1.0 / h
+        self.n_cells = int(math.ceil((span + 4 * h) * self.inv_h)) + 1
+        left = self.lo + np.arange(self.n_cells + 1) * h
+        self.table = np.searchsorted(edges, left, side="right").astype(np.int32)
+
+    def bin(self, x) -> np.ndarray:
+        """Bin index ``0..len(edges)`` of every value (``intp``)."""
+        x = np.asarray(x, dtype=np.float64)
+        if self.table is None:
+            return np.searchsorted(self.edges, x, side="right")
+        flat = x.reshape(-1)
+        out = np.empty(flat.size, np.intp)
+        for a in range(0, flat.size, self.BLOCK):   # blocks that stay in cache
+            xb = flat[a:a + self.BLOCK]
+            c = xb - self.lo
+            c *= self.inv_h
+            np.clip(c, 0.0, float(self.n_cells), out=c)
+            b = self.table[c.astype(np.int32)]
+            b -= xb < self.ext[b]
+            b += xb >= self.ext[b + 1]
+            np.minimum(b, self.edges.size, out=b)     # x = +inf passes the last test
+            out[a:a + b.size] = b
+        return out.reshape(x.shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _binner(n_bins: int, dim: int) -> EdgeBinner:
+    """The binner of ``z_edges`` (``dim == 0``) or of ``sqrt(r_edges(dim))``."""
+    z_edges, r_edges = _edges(n_bins, max(dim, 1))
+    return EdgeBinner(z_edges if dim == 0 else np.sqrt(r_edges))
 
 
 def _check_sigma(sigma) -> float:

@@ -94,6 +94,9 @@ class ExactnessReport:
         The delta groups of the first pass (the named delta first; ``exact`` NaN if undeclared).
     named_share : float
         Share of rows at the named delta.
+    regime : str
+        The law of the rows' ``(delta, sigma, ||mu_draft||/sigma)``: the default regime or the
+        recorded one (``check_exactness(..., regime=trace)``).
 
     Notes
     -----
@@ -128,6 +131,7 @@ class ExactnessReport:
     groups: tuple = ()
     named_share: float = 1.0
     pass_counts: tuple = field(default=(), repr=False, compare=False)
+    regime: str = ""
 
     def test(self, name: str) -> StatisticalTest:
         """The test called ``name`` (``KeyError`` if absent)."""
@@ -153,7 +157,7 @@ class ExactnessReport:
                 f"{rows}; {self.correction_fraction:.1%} of rows took the correction branch; acceptance at "
                 f"delta={self.delta:g} {self.acceptance_rate:.6f} [{lo:.6f}, {hi:.6f}] vs exact {exp}; detects a "
                 f"pooled KS distance >= {self.detectable_ks_distance:.4g} with prob >= {1 - self.false_pass_rate:g}; "
-                f"{self.elapsed_seconds:.1f} s, seed {self.seed}")
+                f"{self.elapsed_seconds:.1f} s, seed {self.seed}" + (f"\n  rows: {self.regime}" if self.regime else ""))
 
     def to_table(self) -> str:
         """Plain-text table of every test."""
@@ -196,7 +200,7 @@ class ExactnessReport:
             "verifier_name": self.verifier_name, "violations": dict(self.violations),
             "messages": list(self.messages), "resumed_from_chunk": self.resumed_from_chunk,
             "dtypes": list(self.dtypes), "correction_fraction": _num(self.correction_fraction),
-            "named_share": self.named_share,
+            "named_share": self.named_share, "regime": self.regime,
             "groups": [{"delta": d, "rows": n, "acceptance": _num(a), "exact": _num(e)} for d, n, a, e in self.groups],
         }
         if include_counts and self.counts is not None:

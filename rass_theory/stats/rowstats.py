@@ -13,10 +13,10 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from .node import N_PROJECTION_BINS
+from .node import N_PROJECTION_BINS, _binner
 from .streaming import INDEP_STATS, LARGE_DELTA, TAILS, VIOLATION_KINDS, ExactnessCounts, _field_shapes
 
-__all__ = ["counts_from_rows", "REPEAT_EPS", "tail_probability", "pair_repeat_rate"]
+__all__ = ["counts_from_rows", "sequence_sums", "REPEAT_EPS", "tail_probability", "pair_repeat_rate"]
 
 #: Two values of one verifier call closer than this count as a repeat (float64 rounding of the
 #: recomputed statistics is below 1e-13 for the harness's nodes).
@@ -46,8 +46,44 @@ def _repeats(values: np.ndarray) -> int:
     return int(np.count_nonzero(np.diff(v) < REPEAT_EPS))
 
 
+def _pit_centred(node, frame, states) -> dict:
+    """Centred PITs ``u - 1/2`` of ``t``, ``||z_perp||^2`` and ``<v_0, y>`` (the :data:`INDEP_STATS`) per row."""
+    B = node.n_bins
+    y = frame.standardise(states)
+    t = np.einsum("nd,nd->n", y, frame.e)
+    out = {"s": (node.bin_normal(t) + 0.5) / B - 0.5}
+    if node.dim > 1:
+        r = np.maximum(np.einsum("nd,nd->n", y, y) - t * t, 0.0)
+        out["rperp"] = (node.bin_rperp(r) + 0.5) / B - 0.5
+        if node.n_directions:
+            dirs, _ = frame.directions(y, t)
+            out["dir0"] = (node.bin_normal(dirs[0]) + 0.5) / B - 0.5
+    return out
+
+
+def sequence_sums(node, frame, first, second, ok) -> tuple:
+    """``(pairs, sums)``: matched rows of two calls on the same nodes, and ``sum (u - 1/2)(u' - 1/2)`` per statistic.
+
+    ``first``, ``second``: states ``(m, dim)`` of the two calls (rows of ``frame``); ``ok``: rows
+    valid in both.  Under an exact rule with a generator that advances, the two calls' outputs
+    are independent given the nodes, so every sum has mean 0 and variance ``pairs v^2``
+    (:func:`rass_theory.stats.tests.independence_test`).
+    """
+    sums = np.zeros(len(INDEP_STATS))
+    idx = np.flatnonzero(ok)
+    if idx.size == 0:
+        return 0, sums
+    sub = frame.take(idx)
+    u1 = _pit_centred(node, sub, np.asarray(first, dtype=np.float64)[idx])
+    u2 = _pit_centred(node, sub, np.asarray(second, dtype=np.float64)[idx])
+    for q, name in enumerate(INDEP_STATS):
+        if name in u1:
+            sums[q] = float(np.dot(u1[name], u2[name]))
+    return int(idx.size), sums
+
+
 def counts_from_rows(node, frame, states, valid, accepted, group, violations, messages=(), keep=0,
-                     calls=()) -> ExactnessCounts:
+                     calls=(), sequence=None) -> ExactnessCounts:
     """Counts of one chunk.
 
     Parameters
@@ -67,6 +103,8 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     calls : sequence of (start, stop)
         Row ranges of the verifier calls; repeats and row-pair dependence are measured within
         each call (pairs ``(i, i + m/2)`` and ``(i, i + 1)`` of a call of ``m`` rows).
+    sequence : (pairs, sums), optional
+        The calls-in-sequence probe's :func:`sequence_sums`.
     """
     valid = np.asarray(valid, dtype=bool)
     accepted = np.asarray(accepted, dtype=bool)
@@ -76,10 +114,8 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     y = frame.standardise(np.where(valid[:, None], states, frame.mu_draft))
     y[~valid] = 0.0
     t = np.einsum("nd,nd->n", y, frame.e)
-    zp = y - t[:, None] * frame.e
-    r = np.einsum("nd,nd->n", zp, zp)
-    dirs = np.einsum("jnd,nd->jn", frame.v, y) if node.n_directions else np.zeros((0, n))
-    diag = np.einsum("nd,nd->n", y, frame.w)
+    r = np.maximum(np.einsum("nd,nd->n", y, y) - t * t, 0.0)   # ||z_perp||^2 = ||y||^2 - t^2
+    dirs, diag = frame.directions(y, t)
     vi = np.flatnonzero(valid)
 
     s_bin = node.bin_normal(t[vi])
@@ -87,7 +123,7 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     bins = {"s": np.zeros(n, np.int64)}
     bins["s"][vi] = s_bin
     if d > 1:
-        r_bin = node.bin(r[vi], node.r_edges)
+        r_bin = node.bin_rperp(r[vi])
         out["r_counts"] += np.bincount(r_bin, minlength=B)
         out["joint_counts"] += np.bincount((s_bin * J // B) * J + (r_bin * J // B),
                                            minlength=J * J).reshape(J, J)
@@ -105,8 +141,7 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
 
     # fixed ambient projections <u_k, y>
     P = node.projections.shape[0]
-    pb = np.minimum((special.ndtr(y[vi] @ node.projections.T) * N_PROJECTION_BINS).astype(np.intp),
-                    N_PROJECTION_BINS - 1)
+    pb = _binner(N_PROJECTION_BINS, 0).bin(y[vi] @ node.projections.T)
     out["proj_counts"] += np.bincount((pb + np.arange(P) * N_PROJECTION_BINS).ravel(),
                                       minlength=P * N_PROJECTION_BINS).reshape(P, N_PROJECTION_BINS)
 
@@ -133,12 +168,15 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     out["group_rows"] += np.bincount(g, minlength=G)
     out["group_accepted"] += np.bincount(g[accepted[vi]], minlength=G)
 
-    # cross-covariance of t (and t^2 - 1) with z_perp, and the null covariance sum (I - e e')
-    tv, zv = t[vi], zp[vi]
-    out["xcov_sums"][0] = tv @ zv
-    out["xcov_sums"][1] = (tv * tv - 1.0) @ zv
-    ev = frame.e[vi]
-    out["xcov_matrix"] = vi.size * np.eye(d) - ev.T @ ev
+    # cross-covariance of t (and t^2 - 1) with P z_perp, and its exact covariance given the t's
+    P = node.xcov_basis
+    tv = t[vi]
+    pe = frame.e[vi] @ P.T
+    pz = y[vi] @ P.T - tv[:, None] * pe
+    t2 = tv * tv
+    for q, (a, w) in enumerate(((tv, t2), (t2 - 1.0, (t2 - 1.0) ** 2))):
+        out["xcov_sums"][q] = a @ pz
+        out["xcov_matrix"][q] = w.sum() * np.eye(P.shape[0]) - (pe * w[:, None]).T @ pe
 
     # within-call repeats and row-pair dependence
     rate = pair_repeat_rate()
@@ -162,6 +200,10 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
                     continue
                 u = (bins[name] + 0.5) / B - 0.5
                 out["indep_sums"][p, q] += float(np.sum((u[i0:i0 + cnt] * u[j0:j0 + cnt])[both]))
+
+    if sequence is not None:
+        out["seq_pairs"][0] = int(sequence[0])
+        out["seq_sums"][:] = sequence[1]
 
     keep = int(min(max(keep, 0), n))
     subsample = np.array(y[:keep][valid[:keep]], dtype=np.float64).reshape(-1, d)

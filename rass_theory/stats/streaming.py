@@ -15,11 +15,16 @@ import numpy as np
 from ..verifiers._contract import VIOLATION_KINDS as CONTRACT_VIOLATION_KINDS
 from .node import N_PROJECTION_BINS
 
-__all__ = ["ExactnessCounts", "VIOLATION_KINDS", "MAX_MESSAGES", "TAIL_NAMES", "HARNESS_VIOLATIONS"]
+__all__ = ["ExactnessCounts", "VIOLATION_KINDS", "MAX_MESSAGES", "TAIL_NAMES", "HARNESS_VIOLATIONS", "SEQUENCE_KINDS"]
 
 #: Kinds the harness adds to those of ``check_contract``: the verifier raised, wrote into its
 #: read-only inputs, or returned one of its children unchanged on a row marked not accepted.
-HARNESS_VIOLATIONS = ("other", "raised", "mutated_input", "uncorrected_copy")
+HARNESS_VIOLATIONS = ("other", "raised", "mutated_input", "uncorrected_copy", "states_dtype",
+                      "rng_not_advanced", "result_aliased", "sequence_raised")
+#: Kinds found by the calls-in-sequence probe (:func:`rass_theory.stats.harness.sequence_probe`): the
+#: caller's generator did not advance over a call, a later call overwrote an earlier call's result,
+#: or the probe call raised.  They concern the probe's extra calls, so they count calls, not rows.
+SEQUENCE_KINDS = ("rng_not_advanced", "result_aliased", "sequence_raised")
 #: Kinds of contract violation counted per row: those of
 #: ``rass_theory.verifiers.check_contract`` in its order, then :data:`HARNESS_VIOLATIONS`.
 VIOLATION_KINDS = CONTRACT_VIOLATION_KINDS + HARNESS_VIOLATIONS
@@ -46,6 +51,7 @@ _INT_FIELDS = ("n_rows", "n_valid", "n_accepted")
 def _field_shapes(node) -> dict:
     """name -> (shape, dtype) of every additive array of one pass."""
     B, J, d, G = node.n_bins, node.n_joint_bins, node.dim, node.n_groups
+    k = node.xcov_basis.shape[0]
     return {
         "s_counts": ((B,), np.int64), "r_counts": ((B,), np.int64),
         "dir_counts": ((node.n_directions, B), np.int64), "diag_counts": ((B,), np.int64),
@@ -55,8 +61,9 @@ def _field_shapes(node) -> dict:
         "group_rows": ((G,), np.int64), "group_accepted": ((G,), np.int64),
         "violations": ((len(VIOLATION_KINDS),), np.int64),
         "indep_pairs": ((2,), np.int64), "indep_sums": ((2, len(INDEP_STATS)), np.float64),
-        "xcov_sums": ((2, d), np.float64), "xcov_matrix": ((d, d), np.float64),
+        "xcov_sums": ((2, k), np.float64), "xcov_matrix": ((2, k, k), np.float64),
         "repeat_counts": ((2,), np.int64), "repeat_expected": ((2,), np.float64),
+        "seq_pairs": ((1,), np.int64), "seq_sums": ((len(INDEP_STATS),), np.float64),
     }
 
 
@@ -79,10 +86,14 @@ class ExactnessCounts:
         ``group_rows``/``group_accepted``: rows and accepted rows per delta group;
         ``violations``: rows per violation kind; ``indep_pairs``/``indep_sums``: number of
         (i, i + n/2) and (i, i + 1) row pairs and the sums of ``(u_i - 1/2)(u_j - 1/2)`` of their
-        PITs; ``xcov_sums (2, d)``: ``sum t z_perp`` and ``sum (t^2 - 1) z_perp``;
-        ``xcov_matrix (d, d)``: ``sum (I - e e')``; ``repeat_counts``: pairs of rows of one
+        PITs; ``xcov_sums (2, k)``: ``sum t P z_perp`` and ``sum (t^2 - 1) P z_perp`` with the
+        node's fixed orthonormal ``P = xcov_basis (k, d)``, ``k = min(dim, 32)``;
+        ``xcov_matrix (2, k, k)``: their exact conditional covariances ``sum t^2 P Pi P'`` and
+        ``sum (t^2 - 1)^2 P Pi P'`` with ``Pi = I - e e'``; ``repeat_counts``: pairs of rows of one
         verifier call whose ``t`` (resp. ``<v_0, y>``) differ by less than ``REPEAT_EPS``, and
-        ``repeat_expected`` their expected number under the null.
+        ``repeat_expected`` their expected number under the null; ``seq_pairs``/``seq_sums``: rows
+        matched across two consecutive probe calls on the same nodes (fresh children) and the
+        sums of ``(u - 1/2)(u' - 1/2)`` of their PITs.
     subsample : ndarray of float64 (m, dim)
         Standardised states ``y`` of the first rows in chunk order (valid rows only).
     messages : tuple of str

@@ -23,7 +23,7 @@ from scipy import stats
 from .._validation import check_positive_int, check_probability
 
 __all__ = ["TestStatistic", "binned_ks_test", "binned_chisquare_test", "joint_chisquare_test",
-           "binomial_test", "clopper_pearson", "energy_test", "holm", "coarse_counts"]
+           "binomial_test", "clopper_pearson", "energy_test", "holm", "coarse_counts", "studentised_form_test"]
 
 
 @dataclass(frozen=True)
@@ -342,6 +342,38 @@ def quadratic_form_test(vector, matrix, scale: float = 1.0, label: str = "") -> 
     stat = float(np.sum(proj * proj / w[keep]) / scale)
     df = int(keep.sum())
     return TestStatistic(stat, float(stats.chi2.sf(stat, df)), f"{label}chi2={stat:.4g} on {df} df")
+
+
+def studentised_form_test(vector, matrix, label: str = "") -> TestStatistic:
+    """Exact chi-square test of ``m = sum_i a_i P z_perp_i`` studentised by its covariance given the ``a_i``.
+
+    Parameters
+    ----------
+    vector : ndarray (k,)
+        ``m = sum_i a_i P z_perp_i`` with weights ``a_i`` that are functions of ``t_i`` only
+        (``t_i`` or ``t_i^2 - 1``).
+    matrix : ndarray (k, k)
+        ``C = sum_i a_i^2 P Pi_i P'`` with ``Pi_i = I - e_i e_i'``.
+
+    Notes
+    -----
+    Under an exact rule ``y_i ~ N(0, I)`` independently, so ``t_i = <e_i, y_i>`` and
+    ``z_perp_i = Pi_i y_i ~ N(0, Pi_i)`` are independent.  Given every ``t_i`` the vector ``m`` is a
+    sum of independent Gaussians: ``m | t ~ N(0, C)`` exactly, hence ``Q = m' C^+ m ~ chi^2(rank C)``
+    at every ``n`` (conditionally, so also unconditionally).  No central limit theorem is involved
+    (``proofs/S1-harness-power.md``, S1.8).  The rank is the number of eigenvalues above
+    ``1e-9`` times the largest.
+    """
+    v = np.asarray(vector, dtype=np.float64)
+    M = np.asarray(matrix, dtype=np.float64)
+    if not np.trace(M) > 0:
+        return TestStatistic(float("nan"), float("nan"), f"{label}no rows with weight")
+    w, U = np.linalg.eigh(M)
+    keep = w > w.max() * 1e-9
+    proj = U[:, keep].T @ v
+    stat = float(np.sum(proj * proj / w[keep]))
+    df = int(keep.sum())
+    return TestStatistic(stat, float(stats.chi2.sf(stat, df)), f"{label}chi2={stat:.4g} on {df} df (exact null)")
 
 
 def independence_test(sums, pairs: int, n_bins: int, names=()) -> TestStatistic:

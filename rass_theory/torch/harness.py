@@ -107,7 +107,8 @@ def run_chunk_torch(verifier, node, spec, device=None) -> ExactnessCounts:
     ``sigma`` is an ``(m,)`` tensor on the main batch and a Python float on the small batches.
     Exceptions raised by the verifier are recorded as violations naming the batch size and dtype.
     """
-    from ..stats.harness import CallChecker, _fallback_e, call_batches, draw_chunk
+    from ..stats.harness import (PROBE_ROWS, CallChecker, _fallback_e, call_batches, draw_chunk, probe_children,
+                                 probe_sums, sequence_probe)
     from ..stats.rowstats import counts_from_rows
 
     dev = resolve_device(device)
@@ -137,15 +138,60 @@ def run_chunk_torch(verifier, node, spec, device=None) -> ExactnessCounts:
             checker.raised(a, b, RuntimeError("an input tensor differs from its copy after the call"),
                            kind="mutated_input")
             continue
+        states_dtype = getattr(getattr(result, "states", None), "dtype", None)
+        if isinstance(states_dtype, torch.dtype) and states_dtype != tdt:
+            checker.returned = True
+            checker._note("states_dtype", b - a, f"[states_dtype] result.states has dtype {states_dtype} for {tdt} "
+                                                 f"inputs: states must keep the inputs' dtype (batch of {b - a} row(s))")
+            continue
         try:
             host_result = _HostResult(result)
         except Exception as exc:  # noqa: BLE001
             checker.raised(a, b, exc, kind="other")
             continue
         checker.record(a, b, host_result, host["children"][a:b])
+    m = min(PROBE_ROWS, spec.n) if checker.returned else 0   # no probe of a verifier that always raises
+    probe = [torch.as_tensor(probe_children(node, rows, spec, m, j), device=dev).to(tdt) for j in range(2)]
+    states = None if m == 0 else sequence_probe(lambda j: verifier(probe[j].clone(), md[:m].clone(), mt[:m].clone(), sig[:m].clone(), gen),
+                            checker, m, lambda: gen.get_state().numpy().tobytes(), _snapshot, _unchanged,
+                            lambda r: _probe_states(r, m, node.dim))
     frame = node.frame(host["md"], host["mt"], host["sig"], _fallback_e(rows, node))
     return counts_from_rows(node, frame, checker.states, checker.valid, checker.accepted, rows.group,
-                            checker.violations, checker.messages, spec.keep, calls[-1:])
+                            checker.violations, checker.messages, spec.keep, calls[-1:],
+                            probe_sums(node, frame, states))
+
+
+def _snapshot(result):
+    out = {}
+    for k in ("states", "accepted", "child_index"):
+        v = getattr(result, k, None)
+        if v is not None:
+            out[k] = v.detach().clone() if isinstance(v, torch.Tensor) else np.array(v, copy=True)
+    return out
+
+
+def _unchanged(result, snap) -> bool:
+    for k, v in snap.items():
+        now = getattr(result, k)
+        if isinstance(v, torch.Tensor):
+            if not isinstance(now, torch.Tensor) or now.shape != v.shape or now.dtype != v.dtype:
+                return False
+            now = now.detach()
+            same = torch.equal(now, v) or (now.is_floating_point() and torch.equal(now.isnan(), v.isnan())
+                                           and torch.equal(torch.nan_to_num(now), torch.nan_to_num(v)))
+            if not same:
+                return False
+        elif not np.array_equal(np.asarray(now), v, equal_nan=True):
+            return False
+    return True
+
+
+def _probe_states(result, m, dim):
+    try:
+        st = np.asarray(_to_numpy(result.states, "states"), dtype=np.float64)
+    except Exception:  # noqa: BLE001
+        return None
+    return st if st.shape == (m, dim) else None
 
 
 def torch_chunk_stream(verifier, node, specs, cfg):

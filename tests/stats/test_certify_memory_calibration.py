@@ -36,11 +36,13 @@ class TestCertify:
 
     def test_default_cells_and_bad_cells(self):
         cells = default_cells()
-        assert len(cells) == 6 and {c[0] for c in cells} == {2, 4} and {c[1] for c in cells} == {0.5, 1.0, 2.0}
-        assert {c[0] for c in default_cells(rt.verifiers.rmc())} == {1}
-        # the default run is the grid: >= 2 K, >= 3 deltas, one with >= 30% corrections at K = 4
+        # issue 19: K in {2, 3, 4, 8} (an odd K and one >= 5), a cell with dim >= 256, and a power cell
+        assert {c["K"] for c in cells} >= {2, 3, 4, 8} and max(c["dim"] for c in cells) >= 256
+        assert {c["K"] for c in default_cells(rt.verifiers.rmc())} == {1}
         from rass_theory.optimize.dispatch import acceptance
-        assert 1 - acceptance("rass", 4, max(c[1] for c in cells)) >= 0.3
+        assert 1 - acceptance("rass", 4, max(c["delta"] for c in cells)) >= 0.3
+        with pytest.raises(ValueError, match="unknown key"):
+            rt.certify(resample, [{"K": 2, "delta": 0.5, "dim": 3, "size": 3}], show=False)
         with pytest.raises(ValueError, match="cells"):
             rt.certify(resample, [], show=False)
         with pytest.raises(ValueError, match=r"cells\[0\]"):

@@ -17,7 +17,7 @@ from _stats_stubs import Named, resample
 
 KW = dict(K=4, delta=0.5, dim=8, n_samples=10_000, chunk_size=2_000, n_bins=512, two_sample_size=300, rng=12)
 N_CHUNKS = 2 * 5  # float64 and float32 passes of 5 chunks each
-CALLS = 5  # verifier calls per chunk: batches of 1, 2, 3, 7 rows and the rest
+CALLS = 7  # verifier calls per chunk: batches of 1, 2, 3, 7 rows, the rest, and two sequence-probe calls
 
 
 def test_keyboard_interrupt_writes_checkpoint_and_resume_matches(tmp_path):

@@ -21,10 +21,12 @@ class TestNode:
         rows, children = draw_chunk(node, spec)
         assert rows.sigma.min() < 0.15 and rows.sigma.max() > 7
         norms = np.linalg.norm(rows.mu_draft, axis=1) / rows.sigma
-        assert (norms == 0).mean() > 0.05 and norms.max() > 20
+        assert (norms == 0).mean() > 0.05 and norms.max() > 5000 and np.median(norms[norms > 0]) > 5
         frame = node.frame(rows.mu_draft, rows.mu_target, rows.sigma, None)
         deltas = np.asarray(node.deltas)[rows.group]
-        np.testing.assert_allclose(frame.delta, deltas, rtol=1e-12)
+        # mu_target - mu_draft cancels ||mu_draft||/sigma: the error is a few ulps of the norm
+        assert np.all(np.abs(frame.delta - deltas) <= 1e-12 * deltas + 1e-15 * (norms + 1.0))
+        assert deltas.min() == 1e-3 and deltas.max() == 12.0
         assert np.mean(rows.group == 0) == pytest.approx(0.5, abs=0.02)
         assert set(np.unique(np.round(frame.delta, 9))) == set(node.deltas)
         np.testing.assert_allclose(np.linalg.norm(frame.e, axis=1), 1.0, rtol=1e-13)
@@ -41,7 +43,9 @@ class TestNode:
         for a, b in call_batches(spec)[:-1]:
             assert np.all(rows.sigma[a:b] == rows.sigma[a])
         frame = node.frame(rows.mu_draft, rows.mu_target, rows.sigma, None)
-        np.testing.assert_allclose(frame.delta, np.asarray(node.deltas)[rows.group], rtol=1e-12)
+        deltas = np.asarray(node.deltas)[rows.group]
+        norms = np.linalg.norm(rows.mu_draft, axis=1) / rows.sigma
+        assert np.all(np.abs(frame.delta - deltas) <= 1e-12 * deltas + 1e-15 * (norms + 1.0))
         assert call_batches(spec) == [(0, 1), (1, 3), (3, 6), (6, 13), (13, 1000)]
 
     def test_bfloat16_nodes_are_exactly_representable(self, node):
@@ -52,9 +56,10 @@ class TestNode:
             assert np.array_equal(back, a)
 
     def test_spread_and_bad_arguments(self):
-        assert spread_deltas(0.5) == (0.25, 1.0, 2.0, 3.0)
-        assert spread_deltas(2.0) == (0.25, 1.0, 3.0, 4.0)
-        assert spread_deltas(0.0) == (0.25, 1.0, 2.0, 3.0)
+        tails = (4.5, 6.0, 8.0, 12.0)
+        assert spread_deltas(0.5) == (1e-3, 3e-3, 1e-2, 0.25, 1.0, 2.0, 3.0) + tails
+        assert spread_deltas(2.0) == (1e-3, 3e-3, 1e-2, 0.25, 1.0, 3.0, 4.0) + tails
+        assert spread_deltas(0.0) == (1e-3, 3e-3, 1e-2, 0.25, 1.0, 2.0, 3.0) + tails
         for kw, name in (({"n_directions": 8}, "n_directions"), ({"n_bins": 4}, "n_bins"),
                          ({"sigma": 0.0}, "sigma"), ({"named_share": 0.0}, "named_share")):
             with pytest.raises(ValueError, match=name):
@@ -92,7 +97,8 @@ class TestCounts:
         assert (merged.proj_counts.sum(axis=1) == 3000).all() and merged.group_rows.sum() == 3000
         assert merged.joint_counts.sum() == merged.joint_sd_counts.sum() == 3000
         np.testing.assert_allclose(merged.xcov_matrix, sum(p.xcov_matrix for p in parts))
-        assert np.trace(merged.xcov_matrix) == pytest.approx(3000 * 7)
+        # trace of sum t^2 (I - e e') is 7 sum t^2: 3000 * 7 within 5 standard errors (Var t^2 = 2)
+        assert abs(np.trace(merged.xcov_matrix[0]) - 3000 * 7) < 5 * 7 * np.sqrt(2 * 3000)
         # integer fields are associative bit for bit, running float sums up to rounding (the harness
         # always merges in chunk order, so resumed and distributed runs are still bit-identical)
         left, right = parts[0].merge(parts[1]).merge(parts[2]), parts[0].merge(parts[1].merge(parts[2]))
