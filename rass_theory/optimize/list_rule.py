@@ -23,7 +23,16 @@ beats ``alpha*(K, delta) = min_t J(t)``, ``J(t) = Phi(t - delta) + 1 - Phi(t)^K`
   ``t_a``, so the selected law is exactly ``g*``.
 
 All roots are found per row by vectorised safeguarded iterations, so per-row deltas cost a few
-dozen array evaluations and no Python loop over rows.
+dozen array evaluations and no Python loop over rows.  ``t_a`` is the sign change of
+``S(t) = log(-log Phi(t - delta)) - log K - log(-log Phi(t))``, well conditioned at every
+``K >= 2`` and ``delta > 0`` (also where ``Phi(t)^K < 1e-16`` or ``Phi`` rounds to 1).
+
+**Certificate.**  Every solve is checked (P10.6), on the scalar and on the vectorised path: root
+order ``t_lo < t_a <= t*``; mass defect ``|D(t_a)| <= 1e-12``, ``D = Phi^K - Phi(. - delta)``,
+which bounds the total variation between the verifier's output and the target
+(``proofs/P10-optimal-list-rule.md``, P10.7: ``TV = |D(t_a)|`` exactly for exact ``t_lo, t*``);
+and the acceptance against an independently solved bound.  A failure raises
+:class:`ListRuleCertificateError`, a ``ValueError`` naming ``K``, ``delta`` and the check.
 """
 from __future__ import annotations
 
@@ -215,7 +224,8 @@ class ListRuleParams:
         Root finding converged and ``t_lo < t_a <= t*``.
     mass_defect : ndarray
         ``|D(t_a)| = |1 - int g*|``; the output law of the verifier built on these constants is
-        within total variation ``mass_defect`` of the target (P10.6, Theorem TV).
+        within total variation ``mass_defect`` of the target (``proofs/P10-optimal-list-rule.md``,
+        P10.7).
     gap : ndarray
         ``J(t*) - J(t_B)``: acceptance minus the bound at ``t_B``, the larger root of ``h`` found
         independently (Chandrupatla's bracketing method instead of Newton).
@@ -265,7 +275,8 @@ class ListRuleParams:
         return self
 
 
-#: P10.6 tolerance of the mass defect ``|D(t_a)|`` (= the TV bound) and of ``|gap|``
+#: P10.6 tolerance of the mass defect ``|D(t_a)|`` and of ``|gap|``; by P10.7 the verifier's
+#: output is within total variation ``|D(t_a)|`` (+ second-order terms below 1e-28) of the target
 CERTIFICATE_TOL = 1e-12
 
 
@@ -579,7 +590,9 @@ class OptimalListRule:
     gap : float
         ``acceptance - bound`` (``<= 0`` up to rounding; ``0`` means the bound is attained).
     status : str
-        ``"optimal"``, or ``"failed: <reason>"`` (then the rule refuses to select).
+        ``"optimal"`` (:func:`optimal_list_rule` raises rather than return anything else; an
+        object whose status was replaced refuses to select or sample with
+        :class:`ListRuleCertificateError`).
     """
 
     K: int
@@ -646,22 +659,28 @@ def optimal_list_rule(K, delta) -> OptimalListRule:
     Returns
     -------
     OptimalListRule
-        Frozen; ``status == "optimal"`` when every invariant held (``t_lo < t_a < t*``, mass of
-        ``g*`` equal to 1 within ``1e-12``, ``|gap| <= 1e-12``), otherwise a ``"failed: ..."``
-        status naming the failed check (the rule then refuses to select or sample).
+        Frozen, ``status == "optimal"``: every check of P10.6 held (``t_lo < t_a <= t*``, mass
+        defect ``|D(t_a)| <= 1e-12``, acceptance within ``1e-12`` of ``acceptance_bound`` and of an
+        independently solved bound).  By P10.7 the verifier built on it outputs a law within
+        total variation ``params.mass_defect`` of the target.
 
     Raises
     ------
     ValueError
         ``K`` not a positive integer, ``delta`` negative or not finite (message names the argument).
+    ListRuleCertificateError
+        (a ``ValueError``) a check of P10.6 failed; the message names ``K``, ``delta`` and the
+        check.  No uncertified rule is returned.
 
     Notes
     -----
     Selected law ``g* = f 1{s < t_a} + K phi Phi^(K-1) 1{s >= t_a}`` with
     ``Phi(t_a)^K = Phi(t_a - delta)``; realised exactly by private priorities (module docstring);
-    ``int min(f, g*) = Phi(t* - delta) + 1 - Phi(t*)^K = alpha*``.  The certificate is the
-    bound itself: any exact list coupling accepts at most ``J(t)`` for every ``t``
-    (``proofs/P5-list-coupling-bound.md``), and this rule accepts ``J(t*)``.  Proofs in
+    ``int min(f, g*) = Phi(t* - delta) + 1 - Phi(t*)^K = alpha*``.  The certificate of optimality
+    is the bound itself: any exact list coupling accepts at most ``J(t)`` for every ``t``
+    (``proofs/P5-list-coupling-bound.md``), and this rule accepts ``J(t*)``.  The certificate of
+    exactness is the TV bound ``|D(t_a)|`` of ``proofs/P10-optimal-list-rule.md``, P10.7 (the
+    constant actually used need not be the exact root).  Proofs in
     ``proofs/P10-optimal-list-rule.md``.  Solves are cached (``functools.lru_cache``).
 
     Examples

@@ -9,10 +9,13 @@ accepted w.p. ``min(1, f/g*)`` and otherwise corrected by an inverse-CDF draw fr
 Device work: projection, selection, acceptance, the residual draw (fixed-iteration bisection)
 and the rebuild run on the inputs' device, all scalar decisions in float64 whatever the input
 dtype.  Two things synchronise with the host, unlike the RASS twin: the per-row constants
-(``t_a``, ``t_lo``, ``t*``; root finding) are solved on the host by
+(``t_a``, ``t_lo``, ``t*``; root finding) are solved and certified on the host by
 :func:`rass_theory.verifiers.optimal_list.rule_params` from the batch's deltas (one copy of
-``n`` floats), and the fake keys are drawn by rejection sampling, whose loop checks on the host
-whether every key is done (one check per round, about three rounds).
+``n`` floats; every check of ``proofs/P10-optimal-list-rule.md`` P10.6, a ``ValueError`` naming
+``K``, ``delta`` and the check if one fails), and the fake keys are drawn by rejection sampling,
+whose loop checks on the host whether every key is done (one check per round, plus one for
+whether any proposal needs the far-tail Newton inverse).  The residual's ``log D`` and its
+bisection are elementwise with a fixed number of iterations (no host synchronisation).
 """
 from __future__ import annotations
 
