@@ -10,7 +10,7 @@ import click
 
 from ..report.config import SECTION_KEYS
 
-__all__ = ["report", "parse_int_list", "parse_float_grid"]
+__all__ = ["report", "parse_int_list", "parse_float_grid", "parse_sections"]
 
 
 def _parse_values(text: str, name: str, convert, expected: str) -> tuple:
@@ -50,6 +50,23 @@ def parse_float_grid(text: str, name: str) -> tuple[float, ...]:
         return tuple(float(x) for x in np.round(start + step * np.arange(n), 12))
 
     return _parse_values(text, name, convert, "comma-separated numbers or START:STOP:STEP")
+
+
+def parse_sections(text: str) -> tuple:
+    """Parse ``"acceptance,trees"`` into section keys; ``click.BadParameter`` naming ``--sections``
+    for an empty list, an unknown or a repeated section."""
+    keys = tuple(x for x in text.replace(" ", "").split(",") if x)
+    if not keys:
+        raise click.BadParameter(f"must list at least one section of {','.join(SECTION_KEYS)}",
+                                 param_hint="--sections")
+    bad = [k for k in keys if k not in SECTION_KEYS]
+    if bad:
+        raise click.BadParameter(f"unknown section(s) {', '.join(repr(k) for k in bad)}; choose from "
+                                 f"{','.join(SECTION_KEYS)}", param_hint="--sections")
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise click.BadParameter(f"section(s) listed twice: {', '.join(dup)}", param_hint="--sections")
+    return keys
 
 
 _TERMINATED = threading.Event()
@@ -109,11 +126,15 @@ class _RichProgress:
               help="CSV from `rass-theory sweep-gm`; default: run a small embedded sweep.")
 @click.option("--formats", metavar="LIST", help="Figure formats besides PNG: svg, pdf (default png,svg).")
 @click.option("--sections", metavar="LIST", help=f"Subset of sections to build: {','.join(SECTION_KEYS)}.")
+@click.option("--budget", type=float, metavar="SECONDS",
+              help="Refuse to start if the cost model estimates the report above SECONDS (see "
+                   "rass_theory.report.budget).")
 @click.option("--force", is_flag=True, help="Replace --out even if it is a non-empty directory that is not a report.")
 @click.option("--keep-going", is_flag=True, help="Record a failing section in the report instead of aborting "
                                                  "(the exit status is still non-zero).")
 @click.option("--strict", is_flag=True, help="Exit non-zero if any section is unavailable.")
-def report(out, quick, K, deltas, weights_K, n_samples, seed, gm_csv, formats, sections, force, keep_going, strict):
+def report(out, quick, K, deltas, weights_K, n_samples, seed, gm_csv, formats, sections, budget, force, keep_going,
+           strict):
     """Write the rass_theory report to --out: index.md, index.html, figures/ (PNG + vector), data/ (CSV + JSON).
 
     Sections: exact acceptance of RMC, D-GRS, RASS and the threshold policy against the
@@ -148,19 +169,30 @@ def report(out, quick, K, deltas, weights_K, n_samples, seed, gm_csv, formats, s
     if formats is not None:
         overrides["formats"] = tuple(x for x in formats.replace(" ", "").split(",") if x)
     if sections is not None:
-        overrides["sections"] = tuple(x for x in sections.replace(" ", "").split(",") if x)
+        overrides["sections"] = parse_sections(sections)
     try:
         config = ReportConfig.default(quick=quick, **overrides)
     except (ValueError, TypeError) as exc:
         raise click.UsageError(f"invalid parameter: {exc}") from None
+    from ..report.budget import check_budget
+
+    if budget is not None:
+        try:
+            costs = check_budget(config, budget)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--budget") from None
+    else:
+        costs = check_budget(config)
 
     console = Console(stderr=True)
     given = [("--out", out), ("--quick", quick), ("--K", K), ("--deltas", deltas), ("--weights-K", weights_K),
              ("--n-samples", n_samples), ("--seed", seed), ("--gm-csv", gm_csv), ("--formats", formats),
-             ("--sections", sections), ("--force", force), ("--keep-going", keep_going), ("--strict", strict)]
+             ("--sections", sections), ("--budget", budget), ("--force", force), ("--keep-going", keep_going), ("--strict", strict)]
     command = "rass-theory report " + " ".join(
         flag if value is True else f"{flag} {shlex.quote(str(value))}"
         for flag, value in given if value is not None and value is not False)
+    console.print(f"estimated {sum(c.seconds for c in costs.values()):.0f} s on one core: " +
+                  ", ".join(f"{k} {c.seconds:.0f} s" for k, c in costs.items()))
     t0 = time.perf_counter()
     previous = _exit_on_sigterm()
     try:

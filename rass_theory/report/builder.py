@@ -85,6 +85,8 @@ class SectionResult:
     reason: str = ""
     seconds: float = 0.0
     files: list = field(default_factory=list)
+    cpu_seconds: float = 0.0   # process CPU time: the section's cost on a busy machine
+    estimate_seconds: float = float("nan")   # the cost model's estimate (rass_theory.report.budget)
 
 
 @dataclass
@@ -141,6 +143,9 @@ def build_report(out, config: ReportConfig | None = None, *, force: bool = False
     if not isinstance(config, ReportConfig):
         raise TypeError(f"config must be a ReportConfig, got {type(config).__name__}")
     registry = _section_registry()
+    from .budget import estimate
+
+    costs = estimate(config)
     t0 = time.perf_counter()
     results: list[SectionResult] = []
     failed: list[SectionResult] = []
@@ -149,7 +154,7 @@ def build_report(out, config: ReportConfig | None = None, *, force: bool = False
             title, func = registry[key]
             callback = progress.section(key, title) if progress is not None else None
             ctx = SectionContext(tmp, config, key, callback)
-            ts = time.perf_counter()
+            ts, cs = time.perf_counter(), time.process_time()
             try:
                 blocks = func(ctx)
                 res = SectionResult(key, title, "ok", blocks)
@@ -168,6 +173,8 @@ def build_report(out, config: ReportConfig | None = None, *, force: bool = False
                 else:
                     raise ReportError(f"section {key!r} ({title}) failed: {type(exc).__name__}: {exc}") from exc
             res.seconds = time.perf_counter() - ts
+            res.cpu_seconds = time.process_time() - cs
+            res.estimate_seconds = costs[key].seconds
             res.files = list(ctx.files)
             results.append(res)
             if progress is not None:
@@ -184,7 +191,8 @@ def build_report(out, config: ReportConfig | None = None, *, force: bool = False
             "command": command, "python": platform.python_version(), "platform": platform.platform(),
             "seconds": round(elapsed, 3), "config": config.to_dict(),
             "sections": [{"key": r.key, "title": r.title, "status": r.status, "reason": r.reason,
-                          "seconds": round(r.seconds, 3), "files": r.files} for r in results],
+                          "seconds": round(r.seconds, 3), "cpu_seconds": round(r.cpu_seconds, 3),
+                          "estimated_seconds": round(r.estimate_seconds, 3), "files": r.files} for r in results],
             "files": files,
         })
         _check_cancelled(cancelled)

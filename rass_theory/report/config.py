@@ -15,6 +15,10 @@ __all__ = ["ReportConfig", "SECTION_KEYS"]
 SECTION_KEYS = ("acceptance", "weights", "trees", "exactness", "power", "diffusion", "learned")
 
 
+#: Harness options the report pins (see ``ReportConfig.cert_harness``).
+CERT_HARNESS = {"dtype": ("float64", "float32"), "n_bins": 4096, "two_sample_size": 400}
+
+
 def _grid(stop, step):
     return tuple(float(x) for x in np.round(np.arange(0.0, stop + step / 2, step), 10))
 
@@ -34,13 +38,19 @@ class ReportConfig:
     weights_deltas : tuple of float
         Delta grid of the optimal-weights figure.
     policy_deltas : tuple of float
-        Deltas at which the (slow) threshold-policy optimisation runs; empty: skip the policy
-        (the quick mode does).
+        Deltas at which the threshold policy's acceptance is shown (the verifier's parameters:
+        the certified table where ``K`` is tabulated, an optimisation per delta, about a second,
+        otherwise); empty: skip the policy.
     tree_delta : float
         Fixed delta of the tree-speedup figure; ``tree_L``: its depths.
     cert_K, cert_delta, cert_dim, n_samples, alpha : exactness certificate cell and sample size.
     cert_verifiers : tuple of str
-        Built-in verifiers certified (the quick mode leaves out the slow threshold policy).
+        Built-in verifiers certified.
+    cert_harness : dict
+        Harness options of every exactness and power run (``rt.check_exactness`` keywords), fixed
+        here so that the report's cost does not follow the harness's defaults: precision passes,
+        PIT bins and the energy-test subsample (the QQ plot and the power curve use a lighter
+        two-sample test on top, ``plot.exactness.LIGHT_HARNESS``).
     qq_seeds, qq_n_samples : p-value QQ plot: number of seeds and samples per check.
     power_ns, power_reps, power_mutant : power curve grid, repetitions per point, mutant name.
     gm_csv : str or None
@@ -59,7 +69,7 @@ class ReportConfig:
     deltas: tuple = field(default_factory=lambda: _grid(4.0, 0.125))
     weights_K: tuple = (2, 4, 8)
     weights_deltas: tuple = field(default_factory=lambda: _grid(4.0, 0.125))
-    policy_deltas: tuple = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
+    policy_deltas: tuple = field(default_factory=lambda: _grid(4.0, 0.125))
     tree_delta: float = 1.0
     tree_L: tuple = (1, 2, 3, 4, 5, 6)
     cert_K: int = 4
@@ -77,6 +87,7 @@ class ReportConfig:
     gm_n_samples: int = 400
     gm_trees: tuple = ((1, 3), (2, 3), (4, 3))
     cert_verifiers: tuple = ("rmc", "dgrs", "rass", "threshold", "resample")
+    cert_harness: dict = field(default_factory=lambda: dict(CERT_HARNESS))
     seed: int = 0
     formats: tuple = ("png", "svg")
     sections: tuple = SECTION_KEYS
@@ -89,10 +100,9 @@ class ReportConfig:
             base = dict(
                 quick=True, K_values=(1, 2, 4), deltas=_grid(4.0, 0.5), weights_K=(2, 4),
                 weights_deltas=_grid(4.0, 0.5),
-                policy_deltas=(), tree_L=(1, 2, 3, 4, 5), n_samples=20_000,
+                policy_deltas=_grid(4.0, 0.5), tree_L=(1, 2, 3, 4, 5), n_samples=20_000,
                 qq_seeds=6, qq_n_samples=4_000, power_ns=(1_000, 4_000, 16_000), power_reps=4,
                 gm_dim=16, gm_n_samples=100, gm_trees=((1, 2), (2, 2)),
-                cert_verifiers=("rmc", "dgrs", "rass", "resample"),
             )
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
@@ -127,6 +137,14 @@ class ReportConfig:
         cv = tuple(self.cert_verifiers)
         if not cv or any(v not in known for v in cv):
             raise ValueError(f"cert_verifiers must be a non-empty subset of {known}, got {cv}")
+        harness = dict(self.cert_harness)
+        bad_keys = sorted(set(harness) - {"dtype", "n_bins", "two_sample_size", "n_permutations", "n_directions"})
+        if bad_keys:
+            raise ValueError(f"cert_harness accepts dtype, n_bins, two_sample_size, n_permutations and "
+                             f"n_directions, got {bad_keys}")
+        if "dtype" in harness:
+            harness["dtype"] = tuple([harness["dtype"]] if isinstance(harness["dtype"], str) else harness["dtype"])
+        s(self, "cert_harness", harness)
         s(self, "cert_verifiers", tuple(v for v in known if v in cv))
         s(self, "seed", check_positive_int(self.seed, "seed", minimum=0))
         formats = _check_formats(self.formats)
@@ -135,8 +153,14 @@ class ReportConfig:
         s(self, "formats", formats)
         sections = tuple(self.sections)
         bad = [x for x in sections if x not in SECTION_KEYS]
-        if bad or not sections:
-            raise ValueError(f"sections must be a non-empty subset of {SECTION_KEYS}, got {sections}")
+        if bad:
+            raise ValueError(f"unknown section(s) {', '.join(repr(x) for x in bad)}; sections are "
+                             f"{', '.join(SECTION_KEYS)}")
+        if not sections:
+            raise ValueError(f"sections must name at least one of {', '.join(SECTION_KEYS)}")
+        dup = sorted({x for x in sections if sections.count(x) > 1})
+        if dup:
+            raise ValueError(f"section(s) listed twice: {', '.join(dup)}")
         s(self, "sections", tuple(k for k in SECTION_KEYS if k in sections))
         if self.gm_csv is not None:
             s(self, "gm_csv", str(self.gm_csv))

@@ -10,7 +10,7 @@ from ..plot.table import Table
 from .builder import SectionContext, SectionUnavailable
 from .document import Paragraph, TableBlock
 
-__all__ = ["section_learned"]
+__all__ = ["section_learned", "learned_plan", "learned_arms"]
 
 
 def _training_note() -> str:
@@ -21,6 +21,29 @@ def _training_note() -> str:
     return (f" The shipped weights ({meta.get('n_parameters', '?'):,} parameters, {meta.get('bytes', 0) / 1e3:.0f} kB) "
             f"were trained by `bench/train_digits.py` in {meta.get('train_seconds', '?')} s "
             f"({meta.get('steps', '?')} Adam steps, {meta.get('threads', '?')} CPU thread).")
+
+
+def learned_plan(cfg) -> dict:
+    """Keyword arguments of ``plot.learned.digits_speedup_data`` for the report's mode.
+
+    Default: trees (2, 3) and (4, 3), D-GRS, RASS and the threshold policy, RMC chains, optimal_list
+    appended, 1,000 trajectories per arm; quick: tree (2, 3), D-GRS and RASS, optimal_list, no RMC
+    chains, 100 trajectories per arm.
+    """
+    if cfg.quick:
+        return dict(trees=((2, 3),), verifiers=("dgrs", "rass"), rmc_chains=False,
+                    appended_verifiers=("optimal_list",), n_samples=100)
+    return dict(trees=((2, 3), (4, 3)), verifiers=("dgrs", "rass", "threshold"), rmc_chains=True,
+                appended_verifiers=("optimal_list",), n_samples=1000)
+
+
+def learned_arms(cfg) -> tuple:
+    """``(arms, n)``: the speedup arms of :func:`learned_plan` and the trajectories per arm."""
+    from ..plot.learned import digits_arms
+
+    plan = learned_plan(cfg)
+    arms = digits_arms(plan["trees"], plan["verifiers"], plan["rmc_chains"], plan["appended_verifiers"])
+    return arms, plan["n_samples"]
 
 
 def section_learned(ctx: SectionContext):
@@ -38,14 +61,11 @@ def section_learned(ctx: SectionContext):
     from ..plot.exactness import derive_seed
 
     cfg = ctx.config
-    quick = cfg.quick
-    n = 200 if quick else 1000
-    trees = ((2, 3),) if quick else ((2, 3), (4, 3))
-    verifiers = ("dgrs", "rass") if quick else ("dgrs", "rass", "threshold")
+    plan = learned_plan(cfg)
+    n, trees = plan["n_samples"], plan["trees"]
     model = digits_flow()
-    table, runs = learned.digits_speedup_data(trees=trees, verifiers=verifiers, n_samples=n, seed=cfg.seed,
-                                              appended_verifiers=("optimal_list",), model=model,
-                                              progress=ctx.progress, keep_runs=True)
+    table, runs = learned.digits_speedup_data(**plan, seed=cfg.seed, model=model, progress=ctx.progress,
+                                              keep_runs=True)
     data = ctx.save_data("digits_speedup", table)
     K, L = trees[-1]
     spec = runs[("rass", K, L)]
