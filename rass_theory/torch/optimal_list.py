@@ -95,32 +95,62 @@ def _fake_probability(p, s):
     K, delta, lc = p.K, p.delta, p.log_c
     big_M = torch.exp(p.log_M)
     m = torch.exp(delta * s - (0.5 * delta * delta + torch.log(K) + (K - 1) * lc))
-    cdf = torch.special.ndtr(s)
-    a = cdf ** (K - 1) * torch.exp(-(K - 1) * lc)
+    lcdf = _log_ndtr(s)
+    a = torch.exp((K - 1) * (lcdf - lc))            # one exp: no underflow x overflow product
     den = big_M - a
     q = (m - a) / den
-    limit = 1.0 - delta * cdf * torch.exp(0.5 * s * s + _LOG_SQRT_2PI) / torch.clamp(K - 1, min=1.0)
+    limit = 1.0 - delta * torch.exp(lcdf + 0.5 * s * s + _LOG_SQRT_2PI) / torch.clamp(K - 1, min=1.0)
     q = torch.where(den.abs() < 1e-7 * big_M, limit, q)
     q = torch.where(delta == 0, torch.ones_like(q), q)
     q = torch.nan_to_num(q, nan=0.0).clamp(0.0, 1.0)
     return torch.where(s < p.t_keep, q, torch.zeros_like(q))
 
 
+def _proposal(p):
+    """Fake-key envelope constants per row (``optimize.list_rule._proposal``): ``b``, ``log_m0``,
+    ``log Phi(b)``, ``log Phi(b - delta)``, ``log(c - Phi(b))``, ``P(low part)``."""
+    K, delta, lc, lM = p.K, p.delta, p.log_c, p.log_M
+    pos = delta > 0
+    log_m0 = math.log(2.0) - torch.log(K) - (K - 1) * lc - lM
+    b = torch.where(pos, (0.5 * delta * delta - log_m0) / torch.where(pos, delta, torch.ones_like(delta)),
+                    torch.full_like(delta, -math.inf))
+    b = torch.minimum(b, p.t_keep)
+    lpb, lpbd = _log_ndtr(b), _log_ndtr(b - delta)
+    log_w_low = torch.where(pos, log_m0 + lpbd, torch.full_like(delta, -math.inf))
+    log_w_mid = lc + torch.log(-torch.expm1(lpb - lc))
+    p_low = torch.nan_to_num(torch.sigmoid(log_w_low - log_w_mid), nan=0.0)
+    return b, log_m0, lpb, lpbd, log_w_mid, p_low
+
+
 def _fake_keys(p, gen, size: int, device, rounds: int = 4, max_loops: int = 100_000):
-    """``size`` draws from ``nu ~ phi q`` on ``(-inf, t_a)`` by rejection (``rounds`` proposals per loop)."""
+    """``size`` draws from ``nu ~ phi q`` on ``(-inf, t_a)`` by rejection (``rounds`` proposals per loop).
+
+    Same envelope as :func:`rass_theory.optimize.list_rule.draw_fake_scores`: a mixture of
+    ``phi(. - delta)`` below ``b`` and ``phi`` on ``[b, t_a)``, accepted w.p. ``q / env``.
+    """
     out = torch.empty(size, dtype=_F64, device=device)
     pending = torch.arange(size, device=device)
     shared = p.delta.shape[0] == 1
+    consts = _proposal(p)
     for _ in range(max_loops):
         m = pending.numel()
         if m == 0:
             return out
-        pp = p if shared else p.take(pending)
-        lc = pp.log_c[:, None] if not shared else pp.log_c
-        u = 1.0 - torch.rand((2, m, rounds), generator=gen, dtype=_F64, device=device)   # (0, 1]
-        x = _ndtri_exp(lc + torch.log(u[0]), sparse=True)
-        q = _fake_probability(pp.column() if not shared else pp, x)
-        ok = (1.0 - u[1]) < q                                       # P = q
+        if shared:
+            pp, (b, m0, lpb, lpbd, lwm, p_low) = p, consts
+        else:
+            pp = p.take(pending)
+            b, m0, lpb, lpbd, lwm, p_low = (v[pending][:, None] for v in consts)
+        col = pp.column() if not shared else pp
+        u = 1.0 - torch.rand((3, m, rounds), generator=gen, dtype=_F64, device=device)   # (0, 1]
+        lu = torch.log(u[0])
+        low = (1.0 - u[2]) < p_low
+        # low part: delta + Phi^{-1}(U Phi(b - delta)); mid part: Phi^{-1}(Phi(b) + U (c - Phi(b)))
+        lp = torch.where(low, lpbd + lu, torch.logaddexp(lpb, lu + lwm))
+        x = _ndtri_exp(lp, sparse=True) + torch.where(low, col.delta, torch.zeros_like(lp))
+        env = torch.where(x < b, torch.exp(m0 + col.delta * x - 0.5 * col.delta * col.delta), torch.ones_like(x))
+        q = _fake_probability(col, x)
+        ok = ((1.0 - u[1]) * env < q) & (x < col.t_keep)           # P = q / env
         first = torch.argmax(ok.to(torch.int8), dim=1)
         got = ok.any(dim=1)
         out[pending[got]] = x[got, first[got]]
@@ -200,7 +230,7 @@ class OptimalListVerifier:
     -----
     See the module docstring and :class:`rass_theory.verifiers.OptimalListVerifier`.  Random
     numbers (float64, from the batch's generator): ``(n, 2 + K)`` up front (accept, residual,
-    keep decisions), then ``2 x 4`` per pending fake key per rejection round.
+    keep decisions), then ``3 x 4`` per pending fake key per rejection round.
     """
 
     name = "optimal_list"

@@ -65,8 +65,9 @@ class OptimalListVerifier(BuiltinVerifier):
     ``proofs/P10-optimal-list-rule.md``); acceptance ``alpha*(K, delta)``.
 
     Random numbers: ``rng.random((n, 2 + K))`` -- columns: accept, residual, one keep decision
-    per child -- then a data-dependent number of uniforms for the fake keys (rejection sampling;
-    about ``2 K`` per row), then fresh orthogonal parts if requested.
+    per child -- then a data-dependent number of uniforms for the fake keys (rejection sampling,
+    three uniforms per proposal; see :func:`rass_theory.optimize.list_rule.draw_fake_scores`),
+    then fresh orthogonal parts if requested.
     """
 
     name = "optimal_list"

@@ -177,3 +177,48 @@ def test_vectorised_edges_match_scalar():
 def test_acceptance_bad_input(K, delta, exc, word):
     with pytest.raises(exc, match=word):
         rt.acceptance("optimal_list", K, delta)
+
+
+# ------------------------------------------------------------------------------------------------
+# the priority kernel at large K delta: q, its envelope, the fake-key law
+# ------------------------------------------------------------------------------------------------
+
+EXTREME = [(128, 40.0), (4, 40.0), (2, 40.0), (1024, 37.0), (4, 12.0), (1024, 1e-3)]
+
+
+@pytest.mark.parametrize("K,delta", EXTREME)
+def test_fake_probability_identity_in_log_space(K, delta):
+    """(1 - q) a + q M = m below t_a (Lemma 3(a)) where Phi(s)^(K-1) underflows and c^(1-K)
+    overflows (K = 128, delta = 40: the product form gave q = 0); a, m, M from logs."""
+    p = lr.solve_list_rule(K, delta)
+    t_a, t_lo, lc = p.t_keep[0], p.t_low[0], p.log_c[0]
+    s = np.linspace(t_lo - 4.0 / delta, t_a, 2001)[:-1]
+    q = lr.fake_probability(p, s)
+    a = np.exp((K - 1) * (lr._log_Phi(s) - lc))
+    m = np.exp(delta * s - 0.5 * delta ** 2 - np.log(K) - (K - 1) * lc)
+    M = np.exp(p.log_M[0])
+    assert np.all((q >= 0) & (q <= 1)) and q.max() > 0.5
+    assert np.allclose((1 - q) * a + q * M, m, rtol=1e-7, atol=1e-12 * M)
+
+
+@pytest.mark.parametrize("K,delta", EXTREME)
+def test_fake_score_envelope_and_law(K, delta):
+    """q <= env (the proposal's shape, so rejection sampling is exact), and 400,000 fake scores
+    against the CDF of nu ~ phi q by trapezoid quadrature on 200,001 points: KS p > 1e-4."""
+    from scipy import stats
+
+    p = lr.solve_list_rule(K, delta)
+    t_a = p.t_keep[0]
+    top = min(t_a, 0.0)  # nu's mass lies within 12 / |top| + 3 / delta below min(t_a, 0) (or in (-12, 9))
+    lo = max(top - 12.0 / max(1.0, abs(top)) - 3.0 / delta, top - 12.0)
+    grid = np.linspace(lo, min(t_a, 9.0), 200_001)
+    b, m0, *_ = lr._proposal(p)
+    env = np.where(grid < b[0], np.exp(m0[0] + delta * grid - 0.5 * delta ** 2), 1.0)
+    q = lr.fake_probability(p, grid)
+    assert np.all(q <= env * (1 + 1e-12))
+    w = np.exp(-0.5 * grid ** 2 + 0.5 * np.min(grid ** 2)) * q  # phi q, rescaled against underflow
+    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (w[1:] + w[:-1]) * np.diff(grid))])
+    cdf /= cdf[-1]
+    x = lr.draw_fake_scores(p, np.random.default_rng(11), 400_000)
+    assert x.max() < t_a
+    assert stats.kstest(x, lambda v: np.interp(v, grid, cdf)).pvalue > 1e-4

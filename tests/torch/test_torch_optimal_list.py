@@ -140,3 +140,19 @@ def test_log_E_matches_numpy_everywhere():
     fin = np.isfinite(ref)
     assert np.array_equal(np.isfinite(got), fin) and fin.mean() > 0.4  # D < 0 below t_a: log D = nan
     assert np.max(np.abs(got[fin] - ref[fin]) / np.maximum(1.0, np.abs(ref[fin]))) < 1e-14
+
+
+@pytest.mark.parametrize("K,delta", [(128, 40.0), (2, 40.0), (1024, 37.0), (1024, 1e-3)])
+def test_fake_keys_match_numpy_at_extremes(K, delta):
+    """q and the fake-key law agree with NumPy where Phi(s)^(K-1) underflows (one-exp form) and
+    where the envelope's low part (phi(. - delta) below b) carries the mass."""
+    p_np = lr.solve_list_rule(K, delta)
+    p = tol._Params(p_np, torch.device("cpu"))
+    t_a, t_lo = p_np.t_keep[0], p_np.t_low[0]
+    s = np.linspace(t_lo - 4.0 / delta, min(t_a, 9.0), 2001)
+    np.testing.assert_allclose(tol._fake_probability(p, torch.as_tensor(s)).numpy(),
+                               lr.fake_probability(p_np, s), rtol=1e-10, atol=1e-14)
+    keys = tol._fake_keys(p, torch.Generator().manual_seed(3), 40_000, torch.device("cpu")).numpy()
+    ref = lr.draw_fake_scores(p_np, np.random.default_rng(3), 40_000)
+    assert keys.max() < t_a
+    assert stats.ks_2samp(keys, ref).pvalue > 1e-4
