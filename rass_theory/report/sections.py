@@ -304,8 +304,7 @@ def section_diffusion(ctx: SectionContext):
         table = dplot.embedded_sweep(dim=cfg.gm_dim, n_samples=cfg.gm_n_samples, trees=cfg.gm_trees,
                                      seed=cfg.seed, progress=ctx.progress)
         source = (f"a small embedded sweep (dim = {cfg.gm_dim}, {cfg.gm_n_samples} trajectories per arm, "
-                  "5 components, 30 steps, churn 0.06, D-GRS and RASS; the threshold policy is left out because "
-                  "it is optimised per node delta); run `rass-theory sweep-gm` for the full d = 512 "
+                  "5 components, 30 steps, churn 0.06, D-GRS and RASS); run `rass-theory sweep-gm` for the full d = 512 "
                   "setting and pass its CSV with `--gm-csv`")
     data = ctx.save_data("gm_speedup", table)
     return [Paragraph(f"Measured speedup (standard steps / target calls, ratio of means) on the Gaussian-mixture "

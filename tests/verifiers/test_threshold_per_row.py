@@ -154,3 +154,23 @@ class TestTorch:
         children, mu_d, mu_t, sigma, e = nodes.build(10, 9, 3, 1.0, rng)
         with pytest.raises(ValueError, match="K = 9 has no certified threshold table"):
             tv.threshold()(*(torch.as_tensor(a) for a in (children, mu_d, mu_t)), sigma, torch.Generator())
+
+
+@pytest.mark.slow
+class TestHarness:
+    """The whole-state harness on its heterogeneous rows (per-row deltas and sigmas, float32 pass)."""
+
+    def test_numpy(self):
+        import rass_theory as rt
+
+        rep = rt.check_exactness(verifiers.threshold(), K=4, delta=1.0, dim=8, n_samples=200_000, rng=20261201)
+        assert rep.passed, [(t.name, t.pvalue) for t in rep.tests]
+
+    def test_torch(self):
+        pytest.importorskip("torch")
+        import rass_theory as rt
+        from rass_theory.torch import verifiers as tv
+
+        rep = rt.check_exactness(tv.threshold(), K=4, delta=1.0, dim=8, n_samples=200_000, rng=20261202,
+                                 backend="torch")
+        assert rep.passed, [(t.name, t.pvalue) for t in rep.tests]
