@@ -23,6 +23,13 @@ Sections (each guarded: a failure is recorded in the JSON and the script goes on
    host synchronisations counted with ``set_sync_debug_mode("warn")`` against the loop rounds
    (expected: one per round plus the final copies of the samples).
 
+7. ``mnist``: the RASS paper's image protocol on the shipped ``rass_theory.models.mnist_unet``
+   (``bench/mnist_speedup.py``'s arms, in its order: verification-matched, the known-wrong control,
+   then budget-matched) with ``--mnist-n`` images per arm (default 500, the paper's number), each
+   arm's speedup with SE under both estimators, its ``check_trajectories`` verdict and wall time,
+   and a plain reference per eps; ``--mnist-budget-s`` (default 1800 s) stops launching arms when
+   spent.  ``--quick``: one eps, the RASS and D-GRS 2x3 arms and the control, 20 images each.
+
 A time budget (``--budget-s``, default 420 s) skips the remaining throughput cells when spent.
 """
 from __future__ import annotations
@@ -227,6 +234,48 @@ def digits(device, quick):
             "plain_mean_pixel": float(plain.mean()), "speculative_mean_pixel": float(run.samples.mean())}
 
 
+def mnist(device, quick, n, budget_s):
+    """The MNIST protocol arms on the device (see ``bench/mnist_speedup.py``); stops when ``budget_s`` is spent."""
+    import torch
+    bench_dir = os.path.join(ROOT, "bench")
+    if bench_dir not in sys.path:
+        sys.path.insert(0, bench_dir)
+    import mnist_speedup as ms
+    from rass_theory.models import mnist_unet
+
+    n = 20 if quick else int(n)
+    model = mnist_unet(device=device)
+    eps_list = (0.3,) if quick else ms.EPS
+    arms = ms.arm_list(eps_list)
+    if quick:
+        keep = {"verification|eps=0.3|rass|2x3", "verification|eps=0.3|dgrs|2x3",
+                f"verification|eps=0.3|{ms.CONTROL}|2x3"}
+        arms = [a for a in arms if a["key"] in keep]
+    t0 = time.perf_counter()
+    plain, out = {}, {"n": n, "arms": [], "plain": {}, "not_run": []}
+    for eps in eps_list:
+        x, wall = ms.run_plain(model, eps, max(n, 20), 0, device=device)
+        plain[eps] = x
+        out["plain"][str(eps)] = {"n": int(x.shape[0]), "wall_s": round(wall, 2), "mean_pixel": float(x.mean())}
+    for arm in arms:
+        if time.perf_counter() - t0 > budget_s:
+            out["not_run"].append(arm["key"])
+            continue
+        row, _ = ms.run_arm(model, arm, n, 0, plain_ref=plain[arm["eps"]], device=device)
+        out["arms"].append({k: v for k, v in row.items() if k != "widths"} | {"chain_length": len(row["widths"])})
+        _sync(device)
+    rows = out["arms"]
+    exact = [r for r in rows if r["verifier"] != ms.CONTROL]
+    ctrl = [r for r in rows if r["verifier"] == ms.CONTROL]
+    out["all_exact_arms_pass"] = all(r.get("check_passed", False) for r in exact)
+    out["control_fails"] = all(not r.get("check_passed", True) for r in ctrl) if ctrl else None
+    zs = [abs(r["z"]) for r in rows if "z" in r]
+    out["max_abs_z"] = max(zs) if zs else None
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    out["torch_device"] = str(torch.device(device))
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda, cuda:0 or cpu")
@@ -237,6 +286,10 @@ def main(argv=None):
     parser.add_argument("--children-gb", type=float, default=4.0, help="max size of one children tensor")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: torch's choice; 1 with --quick)")
+    parser.add_argument("--mnist-n", type=int, default=500, help="images per MNIST protocol arm")
+    parser.add_argument("--mnist-budget-s", type=float, default=1800.0,
+                        help="stop launching MNIST arms after this many seconds")
+    parser.add_argument("--skip-mnist", action="store_true", help="do not run the MNIST protocol section")
     args = parser.parse_args(argv)
 
     t_start = time.perf_counter()
@@ -266,10 +319,15 @@ def main(argv=None):
     section("exactness", exactness, device, args.quick)
     section("digits", digits, device, args.quick)
     section("throughput", throughput, device, args.quick, args.children_gb, deadline)
+    if not args.skip_mnist:
+        section("mnist", mnist, device, args.quick, args.mnist_n, args.mnist_budget_s)
     report["total_seconds"] = round(time.perf_counter() - t_start, 1)
     ok = [report.get("tests", {}).get("passed", True) if not args.skip_tests else True,
           report.get("exactness", {}).get("rass", {}).get("passed") is True,
           report.get("exactness", {}).get("mutant_single_draft_residual", {}).get("passed") is False]
+    mn = report.get("mnist", {})
+    if isinstance(mn, dict) and "error" not in mn and mn:
+        ok += [mn.get("all_exact_arms_pass") is True, mn.get("control_fails") is not False]
     sf = report.get("sync_free", {})
     if isinstance(sf, dict) and "skipped" not in sf:
         ok.append(all(v is True for v in sf.values()))
