@@ -147,43 +147,47 @@ class RoundWalker:
     def walk_full(self, x, k, v_frozen, root_exact, depth_eff, round_ids, traj_ids, node_rows):
         """Draft the tree, ONE batched target call on its internal nodes (and leaves), walk from the root.
 
-        The leaves enter no target call unless ``evaluate_leaves``; then only the children of the
-        depth-``L-1`` node the walk reaches are read, so they are drafted when that node is
-        verified (same law, P9 section 4: unread noise is never drawn), which saves
-        ``prod(K)`` of the ``sum_j prod_{i<j} K_i`` drafted nodes per tree (64 of 84 at K = 4, L = 3).
+        The drafted nodes are written straight into the buffer of the batched call.  Without
+        ``evaluate_leaves`` the leaves enter no target call and the walk reads only the children
+        of the depth-``L-1`` node it reaches, so those are drafted when that node is verified
+        (same law, P9 section 4: noise that is never read need not be drawn); this saves
+        ``prod(K)`` of the ``sum_{j>=1} prod_{i<j} K_i`` drafted nodes per tree (64 of 84 at
+        K = 4, L = 3).  The target calls are the same.
         """
         kernel, rng, shape = self.kernel, self.rng, self.shape
         n, d = x.shape
         L = shape.depth
         last = kernel.stop - 1
         n_draft = L if self.evaluate_leaves else L - 1          # levels drafted in full before the batch
-        # 1. draft every node of every tree down to depth n_draft, level by level (in place)
-        levels = [x[:, None, :].copy()]
+        # 1. draft every node of every tree down to depth n_draft, level by level, into the batch buffer
+        n_lev = n_draft + 1
+        sizes = [shape.nodes_at_depth(j) for j in range(n_lev)]
+        offsets = np.cumsum([0] + sizes)
+        T = int(offsets[-1])
+        nodes = np.empty((n, T, d))                          # (n, T, d): levels are views into it
+        levels = [nodes[:, offsets[j]:offsets[j + 1]] for j in range(n_lev)]
+        levels[0][:, 0] = x
         for j in range(n_draft):
             Kj = shape.widths[j]
             par = levels[j]                                   # (n, N_j, d)
             Nj = par.shape[1]
             kk = np.minimum(k + j, last)                      # nodes past depth_eff are never used
-            flat = par.reshape(n * Nj, d)
-            kk_flat = np.repeat(kk, Nj)
-            if self.draft_model is None:
-                u_d = np.repeat(v_frozen, Nj, axis=0)
+            if self.draft_model is None:                      # a_k y + b_k u_f, u_f shared by the tree
+                mu_d = kernel.affine(kk, par, v_frozen[:, None, :])
             else:
-                u_d = self.draft_model.velocity(flat, kernel.s[kk_flat])
-            mu_d = kernel.affine(kk_flat, flat, u_d).reshape(n, Nj, 1, d)
-            kids = rng.standard_normal((n, Nj, Kj, d))
+                flat = par.reshape(n * Nj, d)
+                kk_flat = np.repeat(kk, Nj)
+                mu_d = kernel.affine(kk_flat, flat, self.draft_model.velocity(flat, kernel.s[kk_flat]))
+            kids = levels[j + 1].view()
+            kids.shape = (n, Nj, Kj, d)                       # a view (raises rather than copy): drafted in place
+            kids[...] = rng.standard_normal((n, Nj, Kj, d))
             kids *= kernel.std(kk)[:, None, None, None]
-            kids += mu_d
-            levels.append(kids.reshape(n, Nj * Kj, d))
+            kids += mu_d.reshape(n, Nj, 1, d)
         # 2. ONE batched target call on all internal nodes (depth 0..L-1), and the leaves if asked
-        n_lev = L + 1 if self.evaluate_leaves else L
-        nodes = np.concatenate([levels[j] for j in range(n_lev)], axis=1)       # (n, T, d)
-        T = nodes.shape[1]
-        s_nodes = np.concatenate([np.repeat(np.minimum(k + j, kernel.stop)[:, None], levels[j].shape[1], axis=1)
+        s_nodes = np.concatenate([np.repeat(np.minimum(k + j, kernel.stop)[:, None], sizes[j], axis=1)
                                   for j in range(n_lev)], axis=1)
         V = kernel.velocity(s_nodes.reshape(-1), nodes.reshape(n * T, d)).reshape(n, T, d)
         V[root_exact, 0] = v_frozen[root_exact]     # the root was already evaluated: reuse, same value
-        offsets = np.cumsum([0] + [levels[j].shape[1] for j in range(n_lev)])
         # 3. walk from the root
         y = x.copy()
         committed = np.zeros(n, dtype=np.int64)

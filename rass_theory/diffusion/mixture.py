@@ -178,22 +178,35 @@ class GaussianMixture:
         s = _as_s(s, x.shape[0])
         return self._denoise(x, s)
 
-    def _denoise(self, x, s):
+    def _posterior_weights(self, x, s):
+        """``(g, coef)`` with ``E[x0 | x_s = x] = g x + coef @ means``, shapes ``(n,)`` and ``(n, C)``."""
         logr, var = self._log_resp(x, s)
         r = np.exp(logr)
         one_minus = 1.0 - s
         gamma = one_minus[:, None] * self.sds[None, :] ** 2 / var     # (n, C)
         g = np.einsum("nc,nc->n", r, gamma)
         coef = r * (1.0 - one_minus[:, None] * gamma)                  # weight of m_c
+        return g, coef
+
+    def _denoise(self, x, s):
+        g, coef = self._posterior_weights(x, s)
         return g[:, None] * x + coef @ self.means
 
     def velocity(self, x, s) -> np.ndarray:
-        """Flow-matching velocity ``u(x, s) = (x - E[x0 | x_s = x]) / s`` for ``s > 0``."""
+        """Flow-matching velocity ``u(x, s) = (x - E[x0 | x_s = x]) / s`` for ``s > 0``.
+
+        Computed as ``((1 - g) / s) x - (coef / s) @ means`` (``E[x0 | x] = g x + coef @ means``):
+        three passes over the ``(n, d)`` states instead of five, the cost that dominates a full
+        tree expansion's batched call.
+        """
         x = self._check_x(x)
         s = _as_s(s, x.shape[0])
         if np.any(s <= 0):
             raise ValueError("s must be > 0 for the velocity (it is singular at s = 0)")
-        return (x - self._denoise(x, s)) / s[:, None]
+        g, coef = self._posterior_weights(x, s)
+        u = x * ((1.0 - g) / s)[:, None]
+        u -= (coef / s[:, None]) @ self.means
+        return u
 
     def nearest_component(self, x) -> np.ndarray:
         """Index of the nearest component mean for each row of ``x`` (occupancy tests)."""

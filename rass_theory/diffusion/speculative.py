@@ -91,8 +91,9 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
     record_trace : bool
         Keep the per-node trace (``nodes``); False leaves it empty (saves memory).
     max_floats_in_memory : int
-        ``"full"`` expansion processes trajectories in chunks whose trees hold at most this many
-        floats (nodes x dim; default 2**24, 128 MiB of states, peak about three times that).
+        ``"full"`` expansion processes trajectories in chunks whose drafted trees hold at most this
+        many floats (nodes drafted before the batched call x dim: the internal nodes, and the leaves
+        with ``evaluate_leaves``; default 2**24, 128 MiB of states, peak about three times that).
     return_trajectories : bool
         Record every committed state with the draft mean and tree depth it was committed at, in
         ``run.trajectories`` / ``run.draft_means`` (float64, ``(n_samples, S, dim)`` with
@@ -190,7 +191,8 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
         if expansion == "lazy":
             y, committed, v_new, exact_new, src_new = walker.walk_lazy(*args, node_rows)
         else:
-            per_row = sum(shape.nodes_at_depth(j) for j in range(shape.depth + 1))
+            held = shape.depth + 1 if evaluate_leaves else shape.depth    # levels drafted before the batch
+            per_row = sum(shape.nodes_at_depth(j) for j in range(held))
             chunk = max(1, max_floats_in_memory // (per_row * d))
             parts = [walker.walk_full(*(a[lo:lo + chunk] for a in args), node_rows)
                      for lo in range(0, active.size, chunk)]
