@@ -1,13 +1,19 @@
 """Does the exactness harness at its defaults reject every mutant and pass every exact rule?
 
-Runs ``rass_theory.check_exactness(v)`` with no options (the default grid: K in {2, 4}, delta in
-{0.5, 1, 2}, dim 8, float64 and float32 passes, one Holm family at alpha = 1e-3) on every exact
+Runs ``rass_theory.check_exactness(v)`` with no options (the default grid of
+``rass_theory.stats.certify.DEFAULT_CELLS``: K in {2, 3, 8} at dim 8 with 100,000 rows per dtype
+pass, K = 4 at dim 256 with 20,000 rows, and the 2.5-million-row float64 power cell at K = 4;
+rows spread over delta in [1e-3, 12] and ||mu_draft||/sigma in {0} u [0.01, 1e4]; one Holm
+family at alpha = 1e-3; the run stops after the first cell that decides a failure) on every exact
 built-in rule and every mutant of :mod:`rass_theory.mutants`, and prints one row each: verdict,
 wall time, the smallest Holm-adjusted p-value and the test that reached it (``contract`` when the
-verifier broke the contract).  Saves the table to ``bench/results/harness_mutants.md``.
+verifier broke the contract), and the cells run.  The threshold-policy rule solves its optimal
+policy for every new delta, so it runs the grid at ``--threshold-n`` rows per cell.  Saves the
+table to ``bench/results/harness_mutants.md`` (``--backend torch``: ``harness_mutants_torch.md``,
+the torch twins of the exact rules and the mutants that run on tensors).
 
-Usage: ``python bench/harness_mutants.py [--seed S] [--only NAME ...] [--n-samples N] [--no-exact]``.
-The machine this runs on is shared (7 sessions on 2 cores when the table was made), so the wall
+Usage: ``python bench/harness_mutants.py [--seed S] [--only NAME ...] [--n-samples N] [--no-exact]
+[--backend numpy|torch]``.  The machine this runs on is shared (five sessions on 2 cores), so wall
 times are upper bounds of a quiet machine's; the process CPU time (single-threaded NumPy) is what
 the run costs on a quiet core.
 """
@@ -25,9 +31,15 @@ from rass_theory.mutants import MUTANT_CATCHES, MUTANTS
 OUT = os.path.join(os.path.dirname(__file__), "results", "harness_mutants.md")
 
 
-def exact_rules():
+def exact_rules(backend="numpy"):
+    if backend == "torch":
+        from rass_theory.torch import verifiers as tv
+
+        return {"rmc": tv.rmc(), "dgrs": tv.dgrs(), "rass": tv.rass(), "resample": tv.resample(),
+                "optimal_list": tv.optimal_list(), "threshold": tv.threshold(K=4)}
     return {"rmc": rt.verifiers.rmc(), "dgrs": rt.verifiers.dgrs(), "rass": rt.verifiers.rass(),
-            "resample": rt.verifiers.resample()}
+            "resample": rt.verifiers.resample(), "optimal_list": rt.verifiers.optimal_list(),
+            "threshold": rt.verifiers.threshold(K=4)}
 
 
 def smallest(res):
@@ -40,35 +52,41 @@ def smallest(res):
     return t.name, float(t.pvalue_adjusted)
 
 
-def run(name, verifier, seed, n_samples, expect_pass):
+def run(name, verifier, seed, n_samples, expect_pass, backend="numpy"):
     kw = {} if n_samples is None else {"n_samples": n_samples}
+    if backend == "torch":
+        kw.update(backend="torch", device="cpu")
     t0, c0 = time.perf_counter(), time.process_time()
     res = rt.check_exactness(verifier, rng=seed, **kw)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     test, p = smallest(res)
     ok = res.passed == expect_pass
-    cells = " ".join(f"{r.elapsed_seconds:.1f}" for r in res.reports)
+    cells = " ".join(f"K={r.K},d={r.dim}:{r.elapsed_seconds:.1f}" for r in res.reports)
     return (name, "exact" if expect_pass else "mutant", "PASSED" if res.passed else "FAILED",
             "ok" if ok else "WRONG", f"{p:.2g}", test, f"{wall:.1f}", f"{cpu:.1f}", cells,
             f"{res.correction_fraction:.1%}")
 
 
 def power_table() -> str:
-    """Detectable discrepancy per statistic at the defaults (``detectable_discrepancies``)."""
+    """Detectable discrepancy per statistic at the defaults (``detectable_discrepancies``), per cell."""
     from rass_theory.stats.certify import default_cells
-    from rass_theory.stats.harness import DEFAULT_N_SAMPLES, _config, _family_size, tail_test_names
+    from rass_theory.stats.harness import _config, _family_size, tail_test_names
     from rass_theory.stats.power import detectable_discrepancies
 
-    cfgs = [_config(rt.verifiers.rass(), K, d, dim, DEFAULT_N_SAMPLES, 1e-3, 0, None, None, None, None, 4096, 400,
-                    None, 0.01, "numpy", None, None, None, 1, False) for K, d, dim in default_cells()]
-    m = sum(_family_size(c, with_tails=False) for c in cfgs) + len(tail_test_names(8, 2))
-    rows_all = len(cfgs) * len(cfgs[0].dtypes) * DEFAULT_N_SAMPLES
-    lines = [f"default grid: {len(cfgs)} cells, n = {DEFAULT_N_SAMPLES:,} rows per pass and cell, Holm family m = {m}, "
-             f"alpha = 1e-3, beta = 0.01; far tails pooled over {rows_all:,} rows", "",
-             "| statistic | detectable discrepancy | unit |", "|---|---|---|"]
-    for name, (value, unit) in detectable_discrepancies(DEFAULT_N_SAMPLES, 1e-3, m, 0.01,
-                                                        n_tail_rows=rows_all).items():
-        lines.append(f"| {name} | {float(value):.4g} | {unit} |")
+    cells = default_cells(rt.verifiers.rass())
+    cfgs = [_config(rt.verifiers.rass(), c["K"], c["delta"], c["dim"], c["n_samples"], 1e-3, 0, None, None, None,
+                    None, 4096, 400, None, 0.01, "numpy", None, None, None, 1, False,
+                    c.get("dtype", ("float64", "float32"))) for c in cells]
+    m = sum(_family_size(c) for c in cfgs) + sum(len(tail_test_names(d, nd))
+                                                 for d, nd in {(c.dim, c.n_directions) for c in cfgs})
+    lines = [f"default grid: {len(cfgs)} cells, Holm family m = {m} (read from the code), alpha = 1e-3, beta = 0.01", ""]
+    for c, cfg in zip(cells, cfgs):
+        lines += [f"cell K={c['K']}, delta={c['delta']:g}, dim={c['dim']}, n = {cfg.n_samples:,} rows per pass "
+                  f"({', '.join(cfg.dtypes)})", "", "| statistic | detectable discrepancy | unit |", "|---|---|---|"]
+        for name, (value, unit) in detectable_discrepancies(cfg.n_samples, 1e-3, m, 0.01, dim=cfg.dim,
+                                                            n_groups=len(cfg.deltas)).items():
+            lines.append(f"| {name} | {float(value):.4g} | {unit} |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -79,37 +97,49 @@ def main():
     ap.add_argument("--n-samples", type=int, default=None)
     ap.add_argument("--no-exact", action="store_true")
     ap.add_argument("--power", action="store_true", help="print the detectable discrepancy per statistic and exit")
+    ap.add_argument("--backend", default="numpy", choices=("numpy", "torch"))
+    ap.add_argument("--threshold-n", type=int, default=300)
     args = ap.parse_args()
     if args.power:
         print(power_table())
         return
+    from rass_theory.mutants import BACKENDS
     rows = []
     header = ("verifier", "kind", "verdict", "as expected", "smallest p (Holm)", "test", "wall s", "CPU s",
               "wall s per cell", "corrections")
     print(" | ".join(header), flush=True)
-    todo = [] if args.no_exact else [(n, v, True) for n, v in exact_rules().items()]
-    todo += [(n, f(4), False) for n, f in MUTANTS.items()]
+    todo = [] if args.no_exact else [(n, v, True) for n, v in exact_rules(args.backend).items()]
+    if args.backend == "torch":
+        from rass_theory.torch.mutants import all_mutants as torch_mutants
+
+        todo += [(n, v, False) for n, v in torch_mutants(4).items()]
+    else:
+        todo += [(n, f(4), False) for n, f in MUTANTS.items() if "numpy" in BACKENDS[n]]
     if args.only:
         todo = [t for t in todo if t[0] in args.only]
     for name, v, expect in todo:
-        row = run(name, v, args.seed, args.n_samples, expect)
+        n = args.threshold_n if name == "threshold" else args.n_samples
+        row = run(name, v, args.seed, n, expect, args.backend)
         rows.append(row)
         print(" | ".join(row), flush=True)
     lines = ["# Exactness harness at its defaults: exact rules and mutants", "",
              f"`python bench/harness_mutants.py --seed {args.seed}`"
              + (f" --n-samples {args.n_samples}" if args.n_samples else "")
-             + "; grid K in {2, 4} x delta in {0.5, 1, 2}, dim 8, float64 + float32 passes, alpha = 1e-3 "
-               "(one Holm family). Shared 2-core machine under load from other sessions (load average 6-9): wall "
-               "times are upper bounds; CPU s is the process's CPU time, about the wall time on a quiet core.",
+             + (f" --backend {args.backend}" if args.backend != "numpy" else "")
+             + f"; the default grid (DEFAULT_CELLS: K=2,3,8 at dim 8 and 100k rows x 2 dtypes, K=4 at dim 256 and "
+               f"20k rows x 2 dtypes, the K=4 power cell with 2.5M float64 rows), alpha = 1e-3 (one Holm family), "
+               f"stopping after the first cell that decides a failure; threshold at {args.threshold_n} rows per cell. "
+               "Shared 2-core machine (five sessions): wall times are upper bounds; CPU s is the process's CPU time.",
              "", "| " + " | ".join(header) + " | expected to be caught by |",
              "|" + "---|" * (len(header) + 1)]
     for row in rows:
         lines.append("| " + " | ".join(row) + f" | {MUTANT_CATCHES.get(row[0], '-')} |")
     if not args.only:
-        os.makedirs(os.path.dirname(OUT), exist_ok=True)
-        with open(OUT, "w") as fh:
+        out = OUT if args.backend == "numpy" else OUT.replace(".md", f"_{args.backend}.md")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "w") as fh:
             fh.write("\n".join(lines) + "\n")
-        print(f"wrote {OUT}")
+        print(f"wrote {out}")
 
 
 if __name__ == "__main__":

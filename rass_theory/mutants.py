@@ -3,11 +3,14 @@
 Each entry of :data:`MUTANTS` is a factory ``factory(K) -> verifier`` whose docstring says what
 is wrong, why the bug is plausible, and which statistic of
 :func:`rass_theory.check_exactness` should catch it.  Every mutant obeys the verifier contract's
-shapes and dtypes (all but ``claims_child_after_correction``, which breaks the
-"accepted => exact copy" clause on purpose), so only the *law* of its output, its acceptance or
-the contract checker can expose it.  Every one is wrong in law (or in contract) at the harness's
-default cell ``K = 4, delta = 0.5, dim = 8``; ``tests/test_mutants_unit.py`` shows the size of the
-discrepancy for each, analytically or by Monte Carlo.
+shapes (all but ``claims_child_after_correction``, which breaks the "accepted => exact copy"
+clause on purpose), so only the *law* of its output, its acceptance or the contract checker can
+expose it.  Every one is wrong in law or in contract somewhere on the harness's default grid
+(``rass_theory.stats.certify.DEFAULT_CELLS``); most at ``K = 4``, some only where real runs go:
+K >= 5 or odd K, delta above 4.5, ``||mu_draft||/sigma`` in the thousands (float32), dim > 128,
+calls in sequence (the generator, aliasing, the states' dtype), or at the power of the
+2.5-million-row cell.  ``tests/test_mutants_unit.py`` shows the size of the discrepancy for the
+closed-form ones, ``bench/results/harness_mutants.md`` the verdict of the defaults on each.
 
 Most mutants are an exact rule's kernel (:mod:`rass_theory.verifiers.kernels`) with one piece
 swapped -- the selection, the ratio, the residual, the orthogonal part or the rebuild of
@@ -31,10 +34,13 @@ True
 """
 from __future__ import annotations
 
-import numpy as np
+import copy
 from dataclasses import replace
 
+import numpy as np
+
 from ._validation import check_K
+from .backend import get_backend
 from .verifiers._base import BuiltinVerifier
 from .verifiers._core import finish, prepare
 from .verifiers._result import VerifierResult
@@ -266,6 +272,9 @@ def _rank_rule(*, select="sorted", w_correct=None, ratio="g", residual="g", orth
                                     log_selected_ratio=lambda b, s: base(b, s * b.sigma))
         if residual_round is not None:
             pieces = pieces.replace(residual=_rounded(pieces.residual, residual_round))
+        if residual == "reuse_rank":
+            base_residual = rank_pieces(wc).residual
+            pieces = pieces.replace(residual=lambda b, rows, uu: base_residual(b, rows, u[:, 0]))
         orth_piece = _orthogonal_piece(orth)
         if isinstance(orth_piece, str):
             pieces = pieces.replace(finish=_orth_variant_finish(orth_piece, u[:, 2]))
@@ -300,6 +309,11 @@ def _orth_variant(kind, batch, chosen, rejected, new_s, u_res):
         return g - np.einsum("nd,nd->n", g, e)[:, None] * e
     if kind == "roll":
         return _selected_zperp(batch, chosen, (rejected - 1) % batch.n)
+    if kind == "tiled128":
+        d = e.shape[1]
+        block = batch.rng.standard_normal((rejected.size, min(d, 128)))
+        g = np.tile(block, (1, -(-d // block.shape[1])))[:, :d]
+        return g - np.einsum("nd,nd->n", g, e)[:, None] * e
     zp = _selected_zperp(batch, chosen, rejected)  # "sign_tied"
     a = np.zeros(e.shape[1])
     a[0] = 1.0
@@ -688,3 +702,283 @@ def zperp_sign_tied_to_s(K: int = 4):
     ``s - delta`` with ``z_perp``.
     """
     return MutantVerifier("zperp_sign_tied_to_s", K, _rank_rule(orth="sign_tied"))
+
+
+# ----------------------------------------------------------------------------------------------
+# bugs that only the regime verifiers really run in can see (issue 19): every K (odd, >= 5),
+# tiny and large delta, large ||mu_draft||/sigma, high dimension, calls in sequence, and power
+# enough for a 2e-3 defect.  Each is exact on the old default grid (K in {2, 4}, delta <= 3,
+# ||mu||/sigma <= 30, dim 8, one call per batch).
+
+
+@_register("dgrs_levels_clamped_at_4", catches="s, acceptance (K >= 5)", backends=("numpy",))
+def dgrs_levels_clamped_at_4(K: int = 4):
+    """D-GRS whose residual-level table stops at ``k = 4``: children 5.. are tested against ``r_4``.
+
+    Wrong: for K >= 5 child ``k`` must meet ``r_{k-1}`` and the final draw ``r_K``; with the table
+    clamped, children 5..K are tested against ``r_3``'s successor ``r_4`` again and the end draws
+    from ``r_4``.  Plausible: a fixed-size table sized for the K <= 4 of a paper's experiments.
+    Exact for K <= 4.  Caught by ``s`` and the acceptance count at K = 8.
+    """
+    def rule(children, mu_draft, mu_target, sigma, rng):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        lw = laws(batch.nx)
+        return dgrs_kernel(batch, batch.uniform(batch.n, batch.K + 1), level=lambda k: min(k, 4),
+                           final=lambda b, d, v, lv: lw.dgrs_final(min(b.K, 4), d, v, None))
+
+    return MutantVerifier("dgrs_levels_clamped_at_4", K, rule, imitates="dgrs")
+
+
+def _middle_coefficient_missing(ws):
+    """Rank weights as a selected-law table filled by symmetry sees them: the middle rank's
+    binomial coefficient is never set at odd K, so its term is lost (what is left is renormalised)."""
+    K = ws.shape[-1]
+    if K % 2 == 0 or K < 3:
+        return ws
+    out = ws.clone() if hasattr(ws, "clone") else np.array(ws, dtype=np.float64, copy=True)
+    out[..., (K - 1) // 2] = 0.0
+    total = out.sum(-1, keepdims=True)
+    ok = total > 0.5   # rows whose whole weight sat on the middle rank keep it (the bug never shows there)
+    return out / total * ok + ws * ~ok if hasattr(ws, "clone") else np.where(ok, out / np.where(ok, total, 1.0), ws)
+
+
+@_register("binomial_table_middle_missing", catches="s, acceptance (odd K)")
+def binomial_table_middle_missing(K: int = 4):
+    """RASS whose order-statistic table ``C(K-1, j)`` is filled by symmetry and misses the middle entry at odd K.
+
+    Wrong: the selected law ``g_w = phi sum_j w_j K C(K-1, j) Phi^j (1 - Phi)^(K-1-j)`` is
+    computed without the middle rank's term, so ratio and residual use a density that is too
+    small where the middle order statistic lives.  Plausible: ``table[j] = table[K-1-j] = comb(K-1, j)``
+    for ``j < (K-1)/2`` leaves ``table[(K-1)/2]`` at zero.  Exact at even K.  Caught by ``s``
+    and the acceptance count at K = 3.
+    """
+    return MutantVerifier("binomial_table_middle_missing", K, _rank_rule(w_correct=_middle_coefficient_missing))
+
+
+def _log1p_ndtr_residual(batch, rows, u, weights):
+    """Residual draws whose ``log g_w`` takes ``log(1 - Phi(s))`` as ``log1p(-ndtr(s))`` (NumPy)."""
+    from scipy import special, stats as st
+
+    from .exact.batch import sample_residual_generic, selected_cdf
+
+    d = batch.delta_safe if rows is None else batch.delta_safe[rows]
+    w = weights if weights.ndim == 2 else np.broadcast_to(weights, (batch.n, weights.shape[0]))
+    w = np.ascontiguousarray(w if rows is None else w[rows], dtype=np.float64)
+    Kk = w.shape[1]
+    j = np.arange(Kk)
+    logc = np.log(Kk) + special.gammaln(Kk) - special.gammaln(j + 1) - special.gammaln(Kk - j)
+
+    def log_g_rows(s, idx):
+        p = special.ndtr(s)[..., None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.log(w[idx])[:, None, :] + logc + j * np.log(p) + (Kk - 1 - j) * np.log1p(-p)
+            return st.norm.logpdf(s) + special.logsumexp(terms, axis=-1)
+
+    def cdf_rows(s, idx):
+        m = s.shape[1]
+        return selected_cdf(np.repeat(w[idx], m, axis=0), np.repeat(d[idx], m), s.reshape(-1)).reshape(s.shape)
+
+    uu = np.asarray(u if rows is None else u[rows], dtype=np.float64)
+    out = np.asarray(rank_pieces(weights).residual(batch, rows, u), dtype=np.float64).copy()
+    far = np.flatnonzero(d >= 3.0)   # below, the naive formula is exact to working precision
+    if far.size:
+        with np.errstate(invalid="ignore"):
+            out[far] = sample_residual_generic(lambda s: log_g_rows(s, far), lambda s: cdf_rows(s, far), d[far],
+                                               uu[far], grid_size=101)
+    return out
+
+
+@_register("log1p_ndtr_residual", catches="s (delta >= 4.5), contract (non-finite states)", backends=("numpy",))
+def log1p_ndtr_residual(K: int = 4):
+    """RASS whose residual evaluates ``log(1 - Phi(s))`` as ``log1p(-ndtr(s))``, which is ``-inf`` beyond ``s = 8.29``.
+
+    Wrong: ``ndtr(s)`` rounds to 1 above 8.29, so the top rank's term ``0 * log1p(-1)`` is NaN
+    and the residual's crossing search and inverse CDF break down wherever the target's mass
+    reaches that far, i.e. from ``delta ~ 4.5`` on.  Plausible: the textbook formula, exact to
+    machine precision everywhere a unit test usually looks (``|s| < 5``).  Caught by ``s`` on the
+    large-delta rows (or by the contract, where the draw comes out NaN).
+    """
+    def rule(children, mu_draft, mu_target, sigma, rng):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        u = batch.uniform(batch.n, 3)
+        ws = batch_weights("optimal", batch)
+        pieces = rank_pieces(ws).replace(residual=lambda b, rows, uu: _log1p_ndtr_residual(b, rows, uu, ws))
+        return rank_kernel(batch, u, pieces)
+
+    return MutantVerifier("log1p_ndtr_residual", K, rule)
+
+
+def _input_dtype_delta(children, mu_draft, mu_target, sigma):
+    """``sqrt(|a|^2 - 2 a.b + |b|^2) / sigma`` in the inputs' dtype (NumPy): catastrophic cancellation."""
+    a = np.asarray(mu_target)
+    b = np.asarray(mu_draft)
+    d2 = np.einsum("nd,nd->n", a, a) - 2 * np.einsum("nd,nd->n", a, b) + np.einsum("nd,nd->n", b, b)
+    sig = np.broadcast_to(np.asarray(sigma, dtype=a.dtype), d2.shape)
+    return (np.sqrt(np.maximum(d2, 0)) / sig).astype(np.float64)
+
+
+@_register("delta_by_expanded_square", catches="float32 pass: s, acceptance (large ||mu_draft||/sigma)",
+           backends=("numpy",))
+def delta_by_expanded_square(K: int = 4):
+    """RASS whose ``delta`` is ``sqrt(|mu_t|^2 - 2 <mu_t, mu_d> + |mu_d|^2) / sigma`` computed in the inputs' dtype.
+
+    Wrong: the expanded square cancels ``||mu_draft||^2``; in float32 at ``||mu||/sigma = 3e3``
+    the error of ``delta^2`` is about ``6e-8 * 9e6 = 0.5``, so ratio and residual use the wrong
+    target.  Plausible: the "vectorised" norm of a difference, and exact in float64 below
+    ``||mu||/sigma ~ 1e4``.  Caught by the float32 pass (``s``, acceptance) once the draft means
+    are as large as in real runs.
+    """
+    def rule(children, mu_draft, mu_target, sigma, rng):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        bad = _input_dtype_delta(children, mu_draft, mu_target, sigma)
+        batch = replace(batch, delta=bad, degenerate=bad <= 1.5e-8)
+        return rank_kernel(batch, batch.uniform(batch.n, 3), rank_pieces(batch_weights("optimal", batch)))
+
+    return MutantVerifier("delta_by_expanded_square", K, rule)
+
+
+@_register("degenerate_tolerance_relative_to_mu", catches="float32 pass: s (large ||mu_draft||/sigma)",
+           backends=("numpy",))
+def degenerate_tolerance_relative_to_mu(K: int = 4):
+    """RASS that calls a node degenerate when ``||mu_t - mu_d|| <= sqrt(eps) ||mu_d||`` (``eps`` of the inputs' dtype).
+
+    Wrong: degeneracy is about ``delta = ||mu_t - mu_d|| / sigma``, not about the size of the
+    means; at ``||mu||/sigma = 1e4`` in float32 every node with ``delta < 3.4`` accepts child 0.
+    Plausible: a "relative tolerance" copied from a floating-point comparison helper.  Exact on
+    small draft means.  Caught by the float32 pass once ``||mu||/sigma`` is large.
+    """
+    def rule(children, mu_draft, mu_target, sigma, rng):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        md = np.asarray(mu_draft)
+        tol = np.sqrt(np.finfo(md.dtype).eps) * np.linalg.norm(md.astype(np.float64), axis=1) / batch.sigma
+        batch = replace(batch, degenerate=batch.degenerate | (batch.delta <= tol))
+        return rank_kernel(batch, batch.uniform(batch.n, 3), rank_pieces(batch_weights("optimal", batch)))
+
+    return MutantVerifier("degenerate_tolerance_relative_to_mu", K, rule)
+
+
+@_register("orth_noise_tiled_128", catches="rperp (dim > 128)", backends=("numpy",))
+def orth_noise_tiled_128(K: int = 4):
+    """RASS with fresh orthogonal noise drawn as a 128-wide block and tiled to the dimension.
+
+    Wrong: above d = 128 the coordinates repeat, so ``||z_perp||^2`` has about twice the
+    variance of ``chi^2(d - 1)`` on the correction branch.  Plausible: a noise buffer sized for
+    the CIFAR latents of an experiment, broadcast to larger states.  Exact at d <= 128.  Caught
+    by ``rperp`` on the dim-256 cell.
+    """
+    return MutantVerifier("orth_noise_tiled_128", K, _rank_rule(orth="tiled128"))
+
+
+def _reseeding(inner):
+    def rule(children, mu_draft, mu_target, sigma, rng):
+        if get_backend(children).name == "torch":
+            import torch
+
+            gen = torch.Generator(device=children.device)
+            gen.manual_seed(20260101)
+        else:
+            gen = np.random.default_rng(20260101)
+        return inner(children, mu_draft, mu_target, sigma, gen)
+
+    return rule
+
+
+def _from_copy(inner):
+    def rule(children, mu_draft, mu_target, sigma, rng):
+        if get_backend(children).name == "torch":
+            import torch
+
+            gen = torch.Generator(device=children.device)
+            gen.set_state(rng.get_state())
+        else:
+            gen = copy.deepcopy(rng)
+        return inner(children, mu_draft, mu_target, sigma, gen)
+
+    return rule
+
+
+def _rass_rule(children, mu_draft, mu_target, sigma, rng):
+    batch = prepare(children, mu_draft, mu_target, sigma, rng)
+    return rank_kernel(batch, batch.uniform(batch.n, 3), rank_pieces(batch_weights("optimal", batch)))
+
+
+@_register("reseeds_its_generator", catches="contract (rng_not_advanced), indep_calls")
+def reseeds_its_generator(K: int = 4):
+    """Exact RASS that ignores ``rng`` and draws from a generator seeded with a constant on every call.
+
+    Wrong: consecutive calls reuse the same uniforms, so their outputs are dependent, and the
+    caller's generator never advances.  Plausible: ``np.random.default_rng(seed)`` inside the
+    function "for reproducibility".  Every single call's law is exact.  Caught by the
+    calls-in-sequence probe (``rng_not_advanced``, ``indep_calls``).
+    """
+    return MutantVerifier("reseeds_its_generator", K, _reseeding(_rass_rule))
+
+
+@_register("draws_from_a_copy_of_rng", catches="contract (rng_not_advanced), indep_calls")
+def draws_from_a_copy_of_rng(K: int = 4):
+    """Exact RASS that draws from ``copy.deepcopy(rng)``, so the caller's generator never advances.
+
+    Wrong: two consecutive calls draw the same uniforms (rank correlation of matched rows about
+    0.5).  Plausible: a defensive copy "so the caller's state is not touched".  Caught by the
+    calls-in-sequence probe.
+    """
+    return MutantVerifier("draws_from_a_copy_of_rng", K, _from_copy(_rass_rule))
+
+
+class _BufferedResult:
+    """A verifier that returns views of one internal buffer, overwritten by the next call."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.buffer = None
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng):
+        res = self.inner(children, mu_draft, mu_target, sigma, rng)
+        states = res.states
+        n = states.shape[0]
+        if self.buffer is None or self.buffer.shape[0] < n or self.buffer.shape[1:] != states.shape[1:] \
+                or self.buffer.dtype != states.dtype or type(self.buffer) is not type(states):
+            self.buffer = states.clone() if hasattr(states, "clone") else np.array(states, copy=True)
+        self.buffer[:n] = states
+        return type(res)(self.buffer[:n], res.accepted, res.child_index)
+
+
+@_register("result_aliases_buffer", catches="contract (result_aliased)")
+def result_aliases_buffer(K: int = 4):
+    """Exact RASS whose ``states`` is a view of a buffer the verifier reuses on its next call.
+
+    Wrong: a caller that keeps the result (a sampler's trajectory, a test) sees it overwritten
+    by the next call.  Plausible: a preallocated output buffer for speed.  Each result is exact
+    when read at once.  Caught by the calls-in-sequence probe (``result_aliased``).
+    """
+    return MutantVerifier("result_aliases_buffer", K, _BufferedResult(_rass_rule))
+
+
+def _as_float64_states(children, mu_draft, mu_target, sigma, rng):
+    res = _rass_rule(children, mu_draft, mu_target, sigma, rng)
+    states = res.states
+    states = states.to(dtype=__import__("torch").float64) if hasattr(states, "to") else np.asarray(states, np.float64)
+    return type(res)(states, res.accepted, res.child_index)
+
+
+@_register("float64_states_for_float32_inputs", catches="contract (states_dtype)")
+def float64_states_for_float32_inputs(K: int = 4):
+    """Exact RASS that returns float64 states whatever the inputs' dtype.
+
+    Wrong: the contract says states keep the inputs' dtype (a float32 pipeline silently doubles
+    its memory and mixes precisions).  Plausible: the float64 rebuild is returned without the
+    final cast.  Caught by the contract (``states_dtype``) on the float32 pass.
+    """
+    return MutantVerifier("float64_states_for_float32_inputs", K, _as_float64_states)
+
+
+@_register("residual_reuses_rank_uniform", catches="s (power cell)")
+def residual_reuses_rank_uniform(K: int = 4):
+    """RASS whose residual draw reuses the uniform that drew the rank.
+
+    Wrong: on the correction branch ``s'`` is a function of the rank's uniform, which is not
+    uniform given a rejection (the rejection probability depends on the rank drawn); total
+    variation about 2e-3 at K = 4.  Plausible: three uniforms were drawn and one index was
+    copied twice.  Caught by ``s`` in the power cell only (a 2.5-million-row cell).
+    """
+    return MutantVerifier("residual_reuses_rank_uniform", K, _rank_rule(residual="reuse_rank"))

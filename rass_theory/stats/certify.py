@@ -60,7 +60,7 @@ def default_cells(verifier=None, *, K=None, delta=None, dim=None, regime=None) -
     if regime is not None and getattr(regime, "Ks", ()) and K is None:
         ks = list(regime.Ks)
         cells = ([{"K": k, "delta": 1.0, "dim": 8, "n_samples": 100_000} for k in ks[1:]]
-                 + [c for c in cells if c["dim"] != 8]
+                 + [{**c, "K": ks[0]} for c in cells if c["dim"] != 8]
                  + [{**DEFAULT_CELLS[-1], "K": ks[0]}])
     out, seen = [], set()
     for c in cells:
@@ -320,7 +320,7 @@ def certify(verifier, cells=None, *, n_samples=None, alpha=1e-3, rng=None, show=
                             checkpoint_every, kwargs.get("progress", False), dt_cell, regime=regime))
 
     def family_size(cs):
-        m = sum(_family_size(c, with_tails=False) for c in cs)
+        m = sum(_family_size(c) for c in cs)   # every cell's own tests and far tails
         return m + sum(len(tail_test_names(dim, nd)) for dim, nd in {(c.dim, c.n_directions) for c in cs})
 
     m_total = family_size(cfgs)
@@ -344,7 +344,7 @@ def certify(verifier, cells=None, *, n_samples=None, alpha=1e-3, rng=None, show=
         node = build_node(cfg)
         t_cell = time.perf_counter()
         counts, start = collect_counts(verifier, cfg, node, chunk_stream)
-        raw = raw_tests(counts, node, cfg)
+        raw = raw_tests(counts, node, cfg) + tail_tests(counts, node.dim, node.n_directions)
         runs.append((cfg, node, counts, raw, start, time.perf_counter() - t_cell))
         decisive = any(t.pvalue <= alpha / m_total for _, t in raw if not np.isnan(t.pvalue))
         decisive = decisive or counts[0].n_rows > 0 and contract_violated(counts)

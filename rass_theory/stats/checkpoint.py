@@ -22,7 +22,7 @@ from .streaming import ExactnessCounts
 
 __all__ = ["FORMAT_VERSION", "save_checkpoint", "load_checkpoint"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: issue 19 (studentised cross-covariances, sequence probe, s_abs4, regime)
 _MAGIC = "rass_theory.check_exactness"
 
 

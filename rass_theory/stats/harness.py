@@ -313,11 +313,11 @@ class CallChecker:
         if len(self.messages) < MAX_MESSAGES and message not in self.messages:
             self.messages.append(message)
 
-    def raised(self, a, b, exc, kind=None):
+    def raised(self, a, b, exc, kind=None, where=""):
         kind = kind or _raised_kind(exc)
         what = "wrote into its read-only inputs" if kind == "mutated_input" else "raised"
         self._note(kind, b - a, f"[{kind}] verifier {what} on a batch of {b - a} row(s) ({self.dtype_name} "
-                                f"inputs): {type(exc).__name__}: {exc}")
+                                f"inputs){where}: {type(exc).__name__}: {exc}")
 
     def record(self, a, b, result, children, expected_dtype=None):
         """Check ``result`` of the call on rows ``a:b`` against ``children`` (NumPy, the dtype given).
@@ -389,6 +389,38 @@ def _fallback_e(rows, node):
     nz = norm > 0
     e[nz] = diff[nz] / norm[nz, None]
     return e
+
+
+#: Regimes a failing batch is split into to say where a verifier raises (``failure_regimes``).
+REGIME_SPLITS = (("tiny delta (< 0.01)", lambda d, r: d < 0.01), ("large delta (>= 4.5)", lambda d, r: d >= 4.5),
+                 ("||mu_draft||/sigma >= 1000 (ordinary delta)", lambda d, r: (r >= 1000) & (d >= 0.01) & (d < 4.5)),
+                 ("||mu_draft||/sigma = 0 (ordinary delta)", lambda d, r: (r == 0) & (d >= 0.01) & (d < 4.5)),
+                 ("ordinary rows (0.01 <= delta < 4.5, 0 < ||mu_draft||/sigma < 1000)",
+                  lambda d, r: (d >= 0.01) & (d < 4.5) & (r > 0) & (r < 1000)))
+
+
+def failure_regimes(call, delta, rho, dim) -> str:
+    """Where a verifier raises: re-run ``call(index_array)`` on each regime's rows of a failing batch.
+
+    Returns ``" (raises on <regimes>; not on <regimes>; dim <d>)"`` for the message, so that a
+    verifier that breaks only on tiny deltas, huge draft means or a large dimension says so.
+    The verifier's exceptions are caught here as well (never crash the harness).
+    """
+    bad, good = [], []
+    for label, select in REGIME_SPLITS:
+        idx = np.flatnonzero(select(delta, rho))
+        if idx.size == 0:
+            continue
+        try:
+            call(idx)
+        except Exception:  # noqa: BLE001 - a diagnosis, not a verdict
+            bad.append(label)
+        else:
+            good.append(label)
+    if not bad and not good:
+        return ""
+    text = f" (raises on {', '.join(bad) or 'no single regime'}"
+    return text + (f"; not on {', '.join(good)}" if good else "") + f"; dim {dim})"
 
 
 #: Rows of each of the two calls of the calls-in-sequence probe (per chunk).
@@ -504,7 +536,13 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> Exactness
         try:
             result = verifier(children[a:b], md[a:b], mt[a:b], sigma, rng)
         except Exception as exc:  # noqa: BLE001 - the verifier's failure is a verdict, not a crash
-            checker.raised(a, b, exc)
+            where = ""
+            if j == len(calls) - 1 and _raised_kind(exc) == "raised" and b - a > 1:
+                delta = np.asarray(node.deltas)[rows.group[a:b]]
+                rho = np.sqrt(np.einsum("nd,nd->n", rows.mu_draft[a:b], rows.mu_draft[a:b])) / rows.sigma[a:b]
+                where = failure_regimes(lambda i: verifier(children[a:b][i], md[a:b][i], mt[a:b][i], sig[a:b][i],
+                                                           np.random.default_rng(0)), delta, rho, node.dim)
+            checker.raised(a, b, exc, where=where)
             continue
         checker.record(a, b, result, children[a:b], dt)
     m = min(PROBE_ROWS, spec.n) if checker.returned else 0   # no probe of a verifier that always raises

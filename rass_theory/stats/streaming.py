@@ -36,6 +36,7 @@ MAX_MESSAGES = 5
 #: (below) or 0 (absolute value); ``rperp`` thresholds are the chi-square quantiles with the
 #: upper-tail mass ``Phi(-t)``.
 TAILS = (("s_hi4", "t", 1, 4.0), ("s_lo4", "t", -1, 4.0), ("s_hi5", "t", 1, 5.0), ("s_lo5", "t", -1, 5.0),
+         ("s_abs4", "t", 0, 4.0),
          ("rperp_hi4", "r", 1, 4.0), ("rperp_hi5", "r", 1, 5.0), ("dir0_abs4", "dir0", 0, 4.0),
          ("dir0_abs5", "dir0", 0, 5.0), ("diag_abs4", "diag", 0, 4.0), ("diag_abs5", "diag", 0, 5.0))
 TAIL_NAMES = tuple(t[0] for t in TAILS)

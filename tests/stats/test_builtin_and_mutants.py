@@ -1,8 +1,10 @@
 """The harness has teeth: every exact built-in rule passes and every mutant is rejected.
 
-The default suite runs one cell (K = 4, delta = 2, where the correction branch is common) at
-``FAST`` settings; ``residual_truncated_at_4sd`` changes only the mass beyond 4 sd (3.2e-5 per
-side) and needs the default grid's pooled tail counts, so it is only in the slow set.  The slow
+The default suite runs one cell (K = 4, delta = 2, where the correction branch is common; K = 8,
+K = 3 or dim = 256 for the mutants that only break there) at ``FAST`` settings;
+``residual_truncated_at_4sd`` (mass beyond 4 sd, 3.2e-5 per side) and
+``residual_reuses_rank_uniform`` (TV about 2e-3) need the 2.5-million-row power cell of the
+default grid, so they are only in the slow set.  The slow
 tests repeat both claims at the harness's *defaults* (``check_exactness(v)`` with no options: the
 grid, both dtypes, one Holm family), which is the claim of issue 9.  The threshold-policy rule is
 only in the slow set, at a small n: it solves its optimal policy for every new delta.
@@ -13,7 +15,12 @@ import rass_theory as rt
 from rass_theory.mutants import MUTANTS, all_mutants
 
 FAST = dict(K=4, delta=2.0, dim=8, n_samples=20_000, chunk_size=20_000, n_bins=1024, two_sample_size=0, rng=2)
-NEEDS_DEFAULTS = {"residual_truncated_at_4sd"}
+# the regime each issue-19 mutant needs (the default grid has every one of these cells)
+FAST_CELL = {"dgrs_levels_clamped_at_4": dict(K=8), "binomial_table_middle_missing": dict(K=3),
+             "orth_noise_tiled_128": dict(dim=256, n_samples=4_000, chunk_size=4_000),
+             "degenerate_tolerance_relative_to_mu": dict(delta=1.0, n_samples=60_000, chunk_size=60_000)}
+# need the power cell (2.5 million rows): only in the slow set
+NEEDS_DEFAULTS = {"residual_truncated_at_4sd", "residual_reuses_rank_uniform"}
 
 
 def _exact_rules():
@@ -53,7 +60,7 @@ def test_exact_rule_passes(name):
 
 @pytest.mark.parametrize("name", [m for m in MUTANTS if m not in NEEDS_DEFAULTS])
 def test_mutant_is_rejected(name):
-    _run_mutant(name, FAST)
+    _run_mutant(name, {**FAST, **FAST_CELL.get(name, {})})
 
 
 # The threshold-policy rule solves its optimal policy for every new delta (about 0.3 s per solve
