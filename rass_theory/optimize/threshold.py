@@ -262,9 +262,10 @@ class ThresholdRowLaw:
     def _pq(self, s):
         # p = Phi(s); q = Phi(t) - Phi(s) for s < t as a difference of upper tails right of 0 and
         # of lower tails left of it (relative accuracy); q is unused (masked) for s >= t
-        p = ndtr(s)
-        upper = ndtr(-s)
-        q = np.where(s > 0, upper - self._Q[:, None], self._P[:, None] - p)
+        tail = ndtr(-np.abs(s))                      # the smaller of Phi(s) and 1 - Phi(s), accurately
+        right = s > 0
+        p = np.where(right, 1.0 - tail, tail)
+        q = np.where(right, tail - self._Q[:, None], self._P[:, None] - p)
         return p, np.maximum(q, 0.0), s < self._tt[:, None]
 
     def ratio_and_cdf(self, s, need_cdf: bool = True):
@@ -272,21 +273,27 @@ class ThresholdRowLaw:
         s = np.asarray(s, dtype=np.float64)
         K = self.K
         p, q, below = self._pq(s)
-        pp = [np.ones_like(p), p]
-        qp = [np.ones_like(q), q]
-        for _ in range(2, K + 1):
-            pp.append(pp[-1] * p)
+        # homogeneous Horner: B = c_0 q^(K-1) + p (c_1 q^(K-2) + p (... + p c_(K-1)))
+        qp = [None, q]
+        for _ in range(2, K + 1 if need_cdf else K):
             qp.append(qp[-1] * q)
-        B = np.zeros_like(p)
-        for j in range(K):
-            B += self._coef_pdf[:, j:j + 1] * (pp[j] * qp[K - 1 - j])
-        B = np.where(below, B, K * pp[K - 1])
+        c = self._coef_pdf
+        B = np.broadcast_to(c[:, K - 1:K], p.shape).copy()
+        for j in range(K - 2, -1, -1):
+            B *= p
+            B += c[:, j:j + 1] * qp[K - 1 - j]
+        top = p ** (K - 1) if K > 1 else np.ones_like(p)
+        B = np.where(below, B, K * top)
         if not need_cdf:
             return B, None
-        G = np.zeros_like(p)
-        for i in range(1, K + 1):
-            G += self._coef_cdf[:, i:i + 1] * (pp[i] * qp[K - i])
-        return B, np.where(below, G, pp[K])
+        # G = sum_{i>=1} W_i C(K, i) p^i q^(K-i), the same way
+        c = self._coef_cdf
+        G = np.broadcast_to(c[:, K:K + 1], p.shape).copy()
+        for i in range(K - 1, 0, -1):
+            G *= p
+            G += c[:, i:i + 1] * qp[K - i]
+        G *= p
+        return B, np.where(below, G, top * p)
 
     def log_ratio(self, s):
         """``log(g(s)/phi(s))`` for ``s (n, m)``."""
@@ -363,8 +370,13 @@ def sample_threshold_residual(law: ThresholdRowLaw, delta, u, *, spacing: float 
     base = np.concatenate([lo[:, None] + (core_lo - lo)[:, None] * tail,
                            core_lo[:, None] + (core_hi - core_lo)[:, None] * lin,
                            hi[:, None] - (hi - core_hi)[:, None] * tail], axis=1)
+    # insert t's left neighbour and t itself as nodes (rows of base are sorted: shift, no sort)
     tt = np.clip(law.t, lo, hi)
-    grid = np.sort(np.concatenate([base, tt[:, None], np.nextafter(tt, -np.inf)[:, None]], axis=1), axis=1)
+    at = (base < tt[:, None]).sum(axis=1)[:, None]
+    cols = np.arange(base.shape[1] + 2)[None, :]
+    src = np.clip(np.where(cols < at, cols, cols - 2), 0, base.shape[1] - 1)
+    grid = np.take_along_axis(base, src, axis=1)
+    grid = np.where(cols == at, np.nextafter(tt, -np.inf)[:, None], np.where(cols == at + 1, tt[:, None], grid))
 
     def restrict(idx):
         sub = law.restrict(idx)
