@@ -212,12 +212,13 @@ def _check_iv(trajectories, kernel, draft_means, depths, alpha):
 # the check
 # ---------------------------------------------------------------------------------------------
 
-def _unit(v, floor):
-    norm = np.linalg.norm(v, axis=-1, keepdims=True)
+def _projection(r, v, floor):
+    """``<r, v> / ||v||`` over the last axis; NaN (excluded) where ``||v|| <= floor``."""
+    norm = np.linalg.norm(v, axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        e = v / norm
-    e[np.broadcast_to(norm <= floor, e.shape)] = np.nan           # no direction: excluded
-    return e
+        p = np.einsum("ntd,ntd->nt", r, v) / norm
+    p[norm <= floor] = np.nan
+    return p
 
 
 def _plain_reference(kernel, like, n, rng):
@@ -333,25 +334,19 @@ def check_trajectories(trajectories, kernel, draft_means=None, depths=None, alph
     for j in depth_values:
         raw.append((f"norm[depth {j}]", "norm") + ks_uniform_test(pit[dep_t == j]))
 
-    # projection family
+    # projection family: <r_t, v_t> / ||v_t|| for predictable v_t (no unit arrays are built)
     floor = 1e-12
-    directions = {}
+    proj = {}
     if disp is not None:                   # rows whose draft mean is the target mean (delta <= 1e-9) drop out
-        norm = np.linalg.norm(disp, axis=-1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            e = disp / norm
-        e[np.broadcast_to(norm <= 1e-9 * sig[None, :, None], e.shape)] = np.nan
-        directions["draft"] = e
+        proj["draft"] = _projection(r, disp, 1e-9 * sig[None, :])
         del disp
-    directions["velocity"] = _unit(u, floor)
-    inc = np.full_like(u, np.nan)
-    inc[:, 1:] = u[:, 1:] - u[:, :-1]
-    directions["increment"] = _unit(inc, floor)
-    del inc
+    proj["velocity"] = _projection(r, u, floor)
+    inc = np.full((n, T), np.nan)
+    if T > 1:
+        inc[:, 1:] = _projection(r[:, 1:], u[:, 1:] - u[:, :-1], floor)
+    proj["increment"] = inc
     fixed = rng.standard_normal((_N_RANDOM_DIRECTIONS, d))
     fixed /= np.linalg.norm(fixed, axis=1, keepdims=True)
-    proj = {name: np.einsum("ntd,ntd->nt", r, e) for name, e in directions.items()}
-    directions.clear()
     for i in range(_N_RANDOM_DIRECTIONS):
         proj[f"random {i}"] = r @ fixed[i]
     for name, p in proj.items():

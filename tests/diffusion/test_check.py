@@ -128,6 +128,27 @@ class TestResult:
         assert pa.keys() == pb.keys()
         np.testing.assert_allclose(list(pa.values()), list(pb.values()), rtol=1e-8)
 
+    def test_digits_flow_tensors_stay_on_their_device(self):
+        """A torch model and torch trajectories: the check calls the model on the tensors' device
+        and dtype (float32 here) and passes the model's own plain chain."""
+        torch = pytest.importorskip("torch")
+        from rass_theory import models
+
+        m = models.digits_flow(device="cpu")
+        run = plain_sample(m, 40, rng=3, protocol="paper", backend="torch", return_trajectories=True)
+        kernel = plain_kernel(m, protocol="paper")
+        seen = []
+        fn = m.fn
+        m.fn = lambda x, s: (seen.append((x.dtype, x.device.type)), fn(x, s))[1]
+        try:
+            rep = check_trajectories(torch.as_tensor(run.trajectories, dtype=torch.float32), kernel, run.draft_means,
+                                     run.depths, rng=0)
+        finally:
+            m.fn = fn
+        assert rep.passed, rep.summary()
+        assert seen and set(seen) == {(torch.float32, "cpu")}
+        assert rep.target_calls == 2 * (kernel.n_states - 1)
+
     def test_inflated_noise_is_rejected(self, gm8, plain_run):
         """Every committed step with 10% too much noise (``||r||^2 ~ 1.21 chi2(8)``, each projection
         N(0, 1.21)): a scale bug is seen by the norm tests and by the pooled projection tests."""
