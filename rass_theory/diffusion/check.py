@@ -297,7 +297,9 @@ def check_trajectories(trajectories, kernel, draft_means=None, depths=None, alph
 
     Each p-value is valid under the null (exact KS law, or self-normalised CLT); the nulls are
     proved in ``proofs/P9-tree-exactness.md`` section 7.  Cost: ``2 (S - 1)`` batched target
-    calls of ``n`` rows (residual means and the plain reference), counted in ``.target_calls``.
+    calls of ``n`` rows (residual means and the plain reference), counted in ``.target_calls``;
+    memory about five float64 arrays of the trajectories' size (the states, the draft means, the
+    residuals, the velocities and the draft displacements).
     """
     t0 = time.perf_counter()
     trajectories, X, dm, dep, alpha = _check_iv(trajectories, kernel, draft_means, depths, alpha)

@@ -33,7 +33,8 @@ def _is_torch_model(target) -> bool:
 def check_target(target):
     """The target must expose ``dim`` and ``velocity(x, s)`` (a GaussianMixture or a torch model does)."""
     if not (hasattr(target, "velocity") and hasattr(target, "dim")):
-        raise TypeError(f"target must have .dim and .velocity(x, s) (e.g. a GaussianMixture), got {type(target).__name__}")
+        raise TypeError(f"target must have .dim and .velocity(x, s) (e.g. a GaussianMixture), "
+                        f"got {type(target).__name__}")
     return target
 
 

@@ -100,7 +100,7 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
         ``S = n_stochastic + 1``) and ``run.depths`` (``(n_samples, S)``), the layout
         :func:`rass_theory.diffusion.check_trajectories` reads (see
         :mod:`rass_theory.diffusion.trajectories`).  Off by default: it holds
-        ``8 n S (2 dim + 1)`` bytes (237 MiB at ``n = 1000``, ``S = 29``, ``dim = 512``).  The
+        ``8 n S (2 dim + 1)`` bytes (238 MB = 227 MiB at ``n = 1000``, ``S = 29``, ``dim = 512``).  The
         law, the random stream and the target calls do not change.
 
     Returns

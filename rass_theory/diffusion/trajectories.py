@@ -11,7 +11,7 @@ with stochastic steps ``k0 = first_stochastic <= k < stop`` and ``S = stop - k0 
 * ``depths[i, t]`` -- for ``t >= 1``, the depth in its round's tree of the node whose children
   produced that state (0 = the round's root); ``t = 0`` holds -1 (not committed by a tree).
 
-Memory: ``8 * n * S * (2 d + 1)`` bytes in float64 (237 MiB for ``n = 1000``, ``S = 29``,
+Memory: ``8 * n * S * (2 d + 1)`` bytes in float64 (238 MB = 227 MiB for ``n = 1000``, ``S = 29``,
 ``d = 512``).
 """
 from __future__ import annotations
