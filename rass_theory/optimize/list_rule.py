@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize.elementwise import find_root
-from scipy.special import erf, erfc, erfcx, log_ndtr, ndtr, ndtri, ndtri_exp
+from scipy.special import erf, erfc, erfcx, log_ndtr, ndtr, ndtri_exp
 
 from .._validation import check_delta, check_K
 
