@@ -13,7 +13,16 @@ from scipy import special, stats
 from rass_theory.stats.power import detectable_ks_distance, dkw_radius
 from rass_theory.stats.tests import EXACT_KS_MAX_N, binned_ks_test, kolmogorov_sf
 
-ALPHA, M, BETA, B = 1e-3, 15, 0.01, 4096  # the harness defaults: Holm family of 15 tests
+def _default_family_size() -> int:
+    """The Holm family size of one default cell (K = 4, delta = 0.5, dim = 8), read from the harness."""
+    from rass_theory.stats.harness import _config, _family_size
+    from rass_theory.verifiers import rass
+
+    return _family_size(_config(rass(), 4, 0.5, 8, 200_000, 1e-3, 0, None, None, None, None, 4096, 400, None, 0.01,
+                                "numpy", None, None, None, 5, False))
+
+
+ALPHA, M, BETA, B = 1e-3, _default_family_size(), 0.01, 4096  # the harness defaults (m read from the code)
 N_SMALL, N_LARGE = 2_000, 100_000  # one n in each p-value branch (exact kstwo / limiting law)
 
 

@@ -376,7 +376,7 @@ def studentised_form_test(vector, matrix, label: str = "") -> TestStatistic:
     return TestStatistic(stat, float(stats.chi2.sf(stat, df)), f"{label}chi2={stat:.4g} on {df} df (exact null)")
 
 
-def independence_test(sums, pairs: int, n_bins: int, names=()) -> TestStatistic:
+def independence_test(sums, pairs: int, n_bins: int, names=(), min_pairs: int | None = None) -> TestStatistic:
     """Known-marginal rank correlation of paired rows, all statistics in one chi-square.
 
     Notes
@@ -390,8 +390,9 @@ def independence_test(sums, pairs: int, n_bins: int, names=()) -> TestStatistic:
     marginals.
     """
     s = np.asarray(sums, dtype=np.float64)
-    if pairs < MIN_CLT_ROWS or s.size == 0:
-        return TestStatistic(float("nan"), float("nan"), f"fewer than {MIN_CLT_ROWS} row pairs")
+    floor = MIN_CLT_ROWS if min_pairs is None else int(min_pairs)
+    if pairs < max(floor, 1) or s.size == 0:
+        return TestStatistic(float("nan"), float("nan"), f"fewer than {floor} row pairs")
     v = (n_bins * n_bins - 1) / (12.0 * n_bins * n_bins)
     z = s / math.sqrt(pairs * v * v)
     stat = float(np.sum(z * z))

@@ -141,11 +141,16 @@ class TestCheckExactness:
 
 # the power of the default harness is the stats package's business; here every ported mutant must
 # be rejected at a modest n
-@pytest.mark.parametrize("name", list(tm.all_mutants(4)))
+# mutants that only break in a regime CELL lacks (issue 19) run there; the power-cell one is slow-only
+TORCH_CELL = {"binomial_table_middle_missing": {"K": 3}}
+POWER_ONLY = {"residual_reuses_rank_uniform"}
+
+
+@pytest.mark.parametrize("name", [m for m in tm.all_mutants(4) if m not in POWER_ONLY])
 def test_ported_mutants_fail(name):
     mutant = tm.all_mutants(4)[name]
-    rep = rt.check_exactness(mutant, **CELL, n_samples=20_000, chunk_size=20_000, two_sample_size=0,
-                             backend="torch", device="cpu", rng=4)
+    rep = rt.check_exactness(mutant, **{**CELL, **TORCH_CELL.get(name, {})}, n_samples=20_000, chunk_size=20_000,
+                             two_sample_size=0, backend="torch", device="cpu", rng=4)
     assert not rep.passed
 
 
@@ -153,7 +158,8 @@ def test_ported_mutants_fail(name):
 # float64 and float32 passes, one Holm family) passes the exact torch rules and rejects every torch
 # mutant.  On the CPU the torch rules are several times slower than NumPy's (one default-size run
 # of RASS takes over 8 minutes on the shared CI machine), so CI runs the grid at 20,000 rows per
-# pass; on a GPU pass no n_samples to use the defaults.
+# pass; on a GPU pass no n_samples to use the defaults.  The mutant that needs the 2.5-million-row
+# power cell (residual_reuses_rank_uniform) is left out at that size; the NumPy slow set rejects it.
 TORCH_GRID = dict(backend="torch", device="cpu", rng=20261130, n_samples=20_000)
 
 
@@ -165,7 +171,7 @@ def test_exact_rules_pass_on_the_default_grid(factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(tm.all_mutants(4)))
+@pytest.mark.parametrize("name", [m for m in tm.all_mutants(4) if m not in POWER_ONLY])
 def test_ported_mutants_fail_on_the_default_grid(name):
     rep = rt.check_exactness(tm.all_mutants(4)[name], **TORCH_GRID)
     assert not rep.passed
