@@ -5,7 +5,7 @@ import types
 import numpy as np
 import pytest
 
-from rass_theory.diffusion import GaussianMixture, plain_sample, speculative_sample
+from rass_theory.diffusion import GaussianMixture, check_trajectories, plain_kernel, plain_sample, speculative_sample
 from rass_theory.diffusion._walk import _nearest
 from rass_theory.diffusion.exactness import compare_to_plain
 from rass_theory.diffusion.schedule import ChurnSchedule
@@ -199,21 +199,28 @@ class TestPredictability:
     """P9 section 3: only velocities fixed before the children are drawn keep the run exact.
 
     d = 16, 2,000 trajectories, default protocol, alpha = 1e-3: the peeking rule's final
-    samples fail the two-sample check (radius p ~ 1e-290 in the measured run), while frozen
-    drift under every prefetch mode passes.
+    samples fail the two-sample check (radius p ~ 1e-290 in the measured run), and so do its
+    committed steps (``check_trajectories``), while frozen drift under every prefetch mode passes
+    both.
     """
 
     ALPHA = 1e-3
 
     def _check(self, gm, verifier, prefetch, seed):
-        run = speculative_sample(gm, verifier, K=1, L=3, n_samples=2000, rng=seed, prefetch=prefetch)
+        run = speculative_sample(gm, verifier, K=1, L=3, n_samples=2000, rng=seed, prefetch=prefetch,
+                                 return_trajectories=True)
         ref = plain_sample(gm, 2000, rng=seed + 1)
-        return compare_to_plain(run.samples, ref, gm.means, alpha=self.ALPHA, n_permutations=199, rng=seed + 2,
-                                detectable=False)
+        final = compare_to_plain(run.samples, ref, gm.means, alpha=self.ALPHA, n_permutations=199, rng=seed + 2,
+                                 detectable=False)
+        steps = check_trajectories(run.trajectories, plain_kernel(gm), run.draft_means, run.depths,
+                                   alpha=self.ALPHA, rng=seed + 3)
+        return final, steps
 
     def test_peeking_velocity_is_rejected(self, gm16):
-        assert not self._check(gm16, peeking, "nearest", 1).passed
+        final, steps = self._check(gm16, peeking, "nearest", 1)
+        assert not final.passed and not steps.passed
 
     @pytest.mark.parametrize("prefetch", ["nearest", "parent", "none"])
     def test_frozen_and_prefetched_drift_pass(self, gm16, prefetch):
-        assert self._check(gm16, "dgrs", prefetch, 1).passed
+        final, steps = self._check(gm16, "dgrs", prefetch, 1)
+        assert final.passed and steps.passed, steps.summary()

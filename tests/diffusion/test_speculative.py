@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from rass_theory.diffusion import GaussianMixture, TreeShape, plain_sample, speculative_sample
+from rass_theory.diffusion import check_trajectories, plain_kernel
 from rass_theory.diffusion.exactness import compare_to_plain
 from rass_theory.verifiers import VerifierResult
 
@@ -151,25 +152,33 @@ class TestRuns:
 
 
 class TestExactness:
-    """Whole-run exactness at d = 16, 600 trajectories, against an independent plain replicate."""
+    """Whole-run exactness at d = 16, 600 trajectories: final samples against an independent plain
+    replicate, and every committed step (``check_trajectories``, P9 section 7)."""
 
     ALPHA = 1e-3
 
     @pytest.mark.parametrize("verifier,K,L", [("rmc", 1, 3), ("dgrs", 3, 3)])
     def test_exact_rules_pass(self, gm16, verifier, K, L):
-        run = speculative_sample(gm16, verifier, K=K, L=L, n_samples=600, rng=11)
+        run = speculative_sample(gm16, verifier, K=K, L=L, n_samples=600, rng=11, return_trajectories=True)
         ref = plain_sample(gm16, 600, rng=12)
         comp = compare_to_plain(run.samples, ref, gm16.means, alpha=self.ALPHA, n_permutations=199, rng=13,
                                 detectable=False)
         assert comp.passed, comp
+        steps = check_trajectories(run.trajectories, plain_kernel(gm16), run.draft_means, run.depths,
+                                   alpha=self.ALPHA, rng=14)
+        assert steps.passed, steps.summary()
 
     def test_known_wrong_rule_fails(self, gm16):
-        """Draft-only sampling shrinks the within-component spread; the radius test sees it."""
-        run = speculative_sample(gm16, accept_first, K=1, L=3, n_samples=600, rng=11)
+        """Draft-only sampling shrinks the within-component spread; the radius test sees it, and the
+        step-by-step check sees the residuals' shift along the draft-to-target direction."""
+        run = speculative_sample(gm16, accept_first, K=1, L=3, n_samples=600, rng=11, return_trajectories=True)
         ref = plain_sample(gm16, 600, rng=12)
         comp = compare_to_plain(run.samples, ref, gm16.means, alpha=self.ALPHA, n_permutations=199, rng=13,
                                 detectable=False)
         assert not comp.passed
+        steps = check_trajectories(run.trajectories, plain_kernel(gm16), run.draft_means, run.depths,
+                                   alpha=self.ALPHA, rng=14)
+        assert not steps.passed
 
 
 @pytest.mark.slow
@@ -179,10 +188,12 @@ class TestExactnessD512:
     @pytest.mark.parametrize("verifier,K,L", [("rmc", 1, 3), ("dgrs", 4, 3), ("rass", 4, 3)])
     def test_exact_rules_pass_d512(self, verifier, K, L):
         gm = GaussianMixture.random(dim=512, n_components=5, seed=0)
-        run = speculative_sample(gm, verifier, K=K, L=L, n_samples=1000, rng=21)
+        run = speculative_sample(gm, verifier, K=K, L=L, n_samples=1000, rng=21, return_trajectories=True)
         ref = plain_sample(gm, 1000, rng=22)
         comp = compare_to_plain(run.samples, ref, gm.means, alpha=1e-3, n_permutations=499, rng=23)
         assert comp.passed, comp
+        steps = check_trajectories(run.trajectories, plain_kernel(gm), run.draft_means, run.depths, rng=24)
+        assert steps.passed, steps.summary()
 
     def test_cheap_draft_model_exact(self):
         gm = GaussianMixture.random(dim=512, n_components=5, seed=0)
