@@ -382,13 +382,19 @@ def draw_chunk(node, spec):
 
 
 def _fallback_e(rows, node):
-    diff = rows.mu_target - rows.mu_draft
-    norm = np.linalg.norm(diff, axis=1)
-    e = np.zeros_like(diff)
-    e[:, 0] = 1.0
-    nz = norm > 0
-    e[nz] = diff[nz] / norm[nz, None]
-    return e
+    """The drawn unit directions of the rows selected by a mask (only computed for rows whose cast
+    means coincide: ``mask -> (k, d)``)."""
+
+    def directions(mask):
+        diff = rows.mu_target[mask] - rows.mu_draft[mask]
+        norm = np.linalg.norm(diff, axis=1)
+        e = np.zeros_like(diff)
+        e[:, 0] = 1.0
+        nz = norm > 0
+        e[nz] = diff[nz] / norm[nz, None]
+        return e
+
+    return directions
 
 
 #: Regimes a failing batch is split into to say where a verifier raises (``failure_regimes``).

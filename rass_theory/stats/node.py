@@ -382,7 +382,8 @@ class SyntheticNode:
     def frame(self, mu_draft, mu_target, sigma, fallback_e) -> RowFrame:
         """The per-row frame of the inputs as the verifier received them (cast back to float64).
 
-        ``fallback_e`` (the drawn direction) is used where ``mu_target == mu_draft`` exactly.
+        ``fallback_e`` (the drawn direction: an ``(n, d)`` array, or a callable ``mask -> (k, d)``
+        evaluated only when some row has ``mu_target == mu_draft`` exactly) is used on those rows.
         """
         md = np.asarray(mu_draft, dtype=np.float64)
         diff = np.asarray(mu_target, dtype=np.float64) - md
@@ -391,7 +392,7 @@ class SyntheticNode:
         zero = norm == 0
         e = diff / np.where(zero, 1.0, norm)[:, None]
         if zero.any():
-            e[zero] = fallback_e[zero]
+            e[zero] = fallback_e(zero) if callable(fallback_e) else fallback_e[zero]
         delta = norm / sig
         return RowFrame(md, sig, e, delta, self.anchors, e @ self.anchors.T)
 
