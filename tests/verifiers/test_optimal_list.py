@@ -114,7 +114,7 @@ def test_harness_defaults(K, delta):
 # ------------------------------------------------------------------------------------------------
 
 def test_large_K_large_delta(nodes, rng):
-    """K = 128, delta = 12 (rejected at 101 points of the old grid): runs, exact output law, and
+    """K = 128, delta = 12 (the rule could not be built there before): runs, exact output law, and
     the acceptance alpha* = 2.07e-8 within 4.5 SE (with n = 4000 one acceptance already fails:
     false-fail rate P(Bin(4000, 2.07e-8) >= 1) = 8e-5)."""
     n, K, d, delta = 4000, 128, 4, 12.0
