@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -280,10 +281,12 @@ def write_markdown(args, rows, all_arms, gains, pred_gains, cross, hist, pooled,
         "2-core machine was shared with four other engineers' jobs, so wall times are indicative only (every "
         "ratio compares runs of the same process).",
         "",
+        "Runs that made the saved arms: " + "; ".join(f"`{c}`" for c in meta.get("runs", [])) + ".",
+        "",
         f"Model `rass_theory.models.mnist_unet()` ({meta.get('model_parameters', '?')} parameters), 100 steps, "
         f"paper protocol ({meta.get('n_std', 98)} stochastic steps, all speculative), prefetch `nearest`. "
         f"**n = {args.n} images per arm** (the paper uses 500; see the wall-time section for why and for the "
-        f"cost of 500), plain reference n = {n_plain_rows} images per eps. Speedup = 98 / mean target calls "
+        f"cost of 500), plain reference n = {args.n_plain} images per eps. Speedup = 98 / mean target calls "
         "(ratio of means) ± delta-method SE; `mean of ratios` = mean of 98 / calls_i ± SE (the papers' "
         "estimator). Predicted: `diffusion.predict_speedup` from the arm's own delta trace, z = (measured - "
         "predicted) / SE. Exactness: `check_trajectories` (every committed transition against the plain "
@@ -367,14 +370,15 @@ def write_markdown(args, rows, all_arms, gains, pred_gains, cross, hist, pooled,
     lines += ["## Wall time (CPU, this shared machine)", "",
               "| arm | n | wall s (run) | wall s (check) | extrapolated to 500 images (run) |", "|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: -r["wall_s"])[:8]:
-        lines.append(f"| `{r['key']}` | {r['n']} | {r['wall_s']:.0f} | {r.get('check_wall_s', 0.0):.0f} | "
+        lines.append(f"| {r['key'].replace('|', ' / ')} | {r['n']} | {r['wall_s']:.0f} | {r.get('check_wall_s', 0.0):.0f} | "
                      f"{r['wall_s'] * 500 / r['n'] / 3600:.1f} h |")
     total = sum(r["wall_s"] + r.get("check_wall_s", 0.0) for r in rows)
     ext = sum(r["wall_s"] * 500 / r["n"] for r in rows)
-    lines += ["", f"Plain reference: {plain_wall:.0f} s for {n_plain_rows} images x {len(set(r['eps'] for r in rows))} "
+    lines += ["", f"Plain reference: {plain_wall:.0f} s for {args.n_plain} images x {len(set(r['eps'] for r in rows))} "
               f"eps. All {len(rows)} arms run: {total / 60:.0f} min; the same arms at 500 images would take about "
-              f"{ext / 3600:.0f} h of this machine (linear extrapolation of the run time; the model calls dominate "
-              "and scale with images x nodes per round). That is why n is what it is; `bench/gpu_check.py` runs the "
+              f"{ext / 3600:.0f} h of this machine (linear extrapolation of the run time: the model calls scale with "
+              "images x nodes per round, and the verifier work per round with images too; on small trees the "
+              "verifiers' per-round host work is a large share). That is why n is what it is; `bench/gpu_check.py` runs the "
               "arms on CUDA.", ""]
     return "\n".join(lines) + "\n"
 
@@ -392,6 +396,8 @@ def main(argv=None):
     ap.add_argument("--out-dir", default=str(OUT_DIR), help="per-arm records, traces and summary")
     ap.add_argument("--weights", default=None, help="another weights file (smoke tests); default: the shipped one")
     ap.add_argument("--table-only", action="store_true")
+    ap.add_argument("--plain-only", action="store_true", help="only make the plain references (then run the modes "
+                                                              "in parallel processes with --modes)")
     ap.add_argument("--out", default=str(RESULTS / "mnist_speedup.md"))
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -421,9 +427,14 @@ def main(argv=None):
         if pf.exists():
             plain[eps] = np.load(pf)["samples"].astype(np.float64)
         plain_wall += meta.get(f"plain_wall_eps{eps}", 0.0)
+    if not args.table_only:
+        meta.setdefault("runs", []).append("python bench/mnist_speedup.py " + " ".join(sys.argv[1:] if argv is None
+                                                                                     else argv))
     meta.update(command=f"python bench/mnist_speedup.py --n {args.n} --n-plain {args.n_plain} --threads {args.threads}",
                 threads=args.threads, model_parameters=sum(p.numel() for p in model.module.parameters()))
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+    if args.plain_only:
+        return
     if not args.table_only:
         done = {r["key"] for r in rows}
         for arm in all_arms:
