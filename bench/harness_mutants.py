@@ -101,7 +101,11 @@ def main():
     ap.add_argument("--threshold-n", type=int, default=300)
     args = ap.parse_args()
     if args.power:
-        print(power_table())
+        text = "# Detectable discrepancy per statistic at the defaults\n\n`python bench/harness_mutants.py --power`\n\n"
+        text += power_table()
+        print(text)
+        with open(os.path.join(os.path.dirname(OUT), "harness_power.md"), "w") as fh:
+            fh.write(text + "\n")
         return
     from rass_theory.mutants import BACKENDS
     rows = []
