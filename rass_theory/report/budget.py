@@ -40,14 +40,15 @@ UNIT_SECONDS = {
     "diffusion.fixed": 2.0,                # the mixture and the sampler's first call
     "learned.trajectory": 0.003,           # one digits trajectory of one arm (torch tree sampler)
     "learned.fixed": 3.0,                  # model, plain-chain quality metrics, figures
+    "mnist.fixed": 3.0,                    # reads bench/mnist_speedup.py's saved summary, draws 4 figures
     "section.fixed": 0.8,                  # figures and data files of any section
 }
 
 #: Per-section budgets (CPU seconds) at the embedded defaults and in quick mode.
 BUDGETS = {"acceptance": 15.0, "weights": 10.0, "trees": 5.0, "exactness": 70.0, "power": 20.0,
-           "diffusion": 15.0, "learned": 60.0}
+           "diffusion": 15.0, "learned": 60.0, "mnist": 8.0}
 QUICK_BUDGETS = {"acceptance": 3.0, "weights": 3.0, "trees": 2.0, "exactness": 18.0, "power": 5.0,
-                 "diffusion": 5.0, "learned": 10.0}
+                 "diffusion": 5.0, "learned": 10.0, "mnist": 4.0}
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ def section_work(key: str, config) -> dict:
         arms, n = learned_arms(cfg)
         work["learned.trajectory"] = (len(arms) + 1) * n
         work["learned.fixed"] = 1
+    elif key == "mnist":
+        work["mnist.fixed"] = 1
     return work
 
 

@@ -12,7 +12,7 @@ from ..plot.style import _check_formats
 __all__ = ["ReportConfig", "SECTION_KEYS"]
 
 #: Report sections in the order they appear.
-SECTION_KEYS = ("acceptance", "weights", "trees", "exactness", "power", "diffusion", "learned")
+SECTION_KEYS = ("acceptance", "weights", "trees", "exactness", "power", "diffusion", "learned", "mnist")
 
 
 #: Harness options the report pins (see ``ReportConfig.cert_harness``).

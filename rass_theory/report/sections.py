@@ -11,6 +11,7 @@ from ..plot.table import concat
 from .builder import SectionContext, SectionUnavailable, unavailable_from
 from .document import Note, Paragraph, TableBlock
 from .learned import section_learned
+from .mnist import section_mnist
 
 __all__ = ["SECTIONS"]
 
@@ -358,4 +359,5 @@ SECTIONS = {
     "power": ("Power of the exactness harness", section_power),
     "diffusion": ("Gaussian-mixture speedups", section_diffusion),
     "learned": ("Learned model: 8x8 digits", section_learned),
+    "mnist": ("Learned model: MNIST 28x28 UNet (saved protocol results)", section_mnist),
 }
