@@ -298,7 +298,10 @@ def grid_main(args):
             f"`{args.before}`, its checks applied row-wise with its own formulas to its vectorised solve "
             f"(cross-check against its scalar path on {n_chk} deltas in [8.2, 9] at K = 64: {n_fail_scalar} "
             f"failures there, {mism} disagreements). *Silently wrong* counts points whose old status was "
-            "optimal but whose `t_a` differs from the new one by more than 1e-8 relative."), "",
+            "optimal but whose `t_a` differs from the new one by more than 1e-8 relative; each passed the old "
+            "mass-defect check, so by P10.7 (`proofs/P10-optimal-list-rule.md`) its output was still within "
+            "TV about 1e-12 of the target: wrong constants, not a wrong law. *Scalar path after*: "
+            "`rt.optimal_list_rule` on every `--mp-every`-th delta, exceptions counted."), "",
            "| K | points | failures before | failing deltas before | silently wrong t_a before | failures after "
            "| scalar path after (points / exceptions) |",
            "| ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
