@@ -64,6 +64,15 @@ def test_default_check_is_the_grid_with_a_printed_seed(target_module):
     assert "certify" in res.output and "random seed" in res.output and "took the correction branch" in res.output
 
 
+def test_detect_designs_n_and_bad_detect_is_an_error(target_module):
+    base = ["check", f"{target_module}:resample", "--K", "4", "--delta", "0.5", "--chunk-size", "20000",
+            "--dtype", "float64", "--seed", "1"]
+    res = CliRunner().invoke(main, [*base, "--detect", "0.05"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(main, [*base, "--detect", "2"])
+    assert res.exit_code != 0 and "detect" in res.output
+
+
 def test_builtin_rule_by_factory():
     res = CliRunner().invoke(main, ["check", "rass_theory.verifiers:rmc", *FAST, "--K", "1"])
     assert res.exit_code == 0, res.output
@@ -98,4 +107,6 @@ def test_certify_grid(target_module, tmp_path):
     data = json.loads(out.read_text())
     assert len(data["cells"]) == 4 and data["passed"] is True
     per_cell = len([t for t in data["cells"][0]["tests"] if t["name"] != "contract"])
-    assert data["n_tests"] == 4 * per_cell + 20 and data["seed"] == 1  # + the grid-pooled far tails
+    from rass_theory.stats.harness import tail_test_names
+    # every cell's tests (its own far tails included) + the grid-pooled far tails
+    assert data["n_tests"] == 4 * per_cell + len(tail_test_names(8, 2)) and data["seed"] == 1

@@ -93,8 +93,9 @@ def _common_options(f):
         click.option("--chunk-size", type=int, default=None, help="Rows per chunk (default 100,000)."),
         click.option("--sigma", type=float, default=None,
                      help="Fixed kernel scale (default: per-row scales log-uniform on [0.1, 10])."),
-        click.option("--dtype", "dtypes", type=str, default="float64,float32", show_default=True,
-                     help="Comma-separated precision passes (bfloat16 needs --backend torch)."),
+        click.option("--dtype", "dtypes", type=str, default=None,
+                     help="Comma-separated precision passes (default float64,float32; the default grid's power "
+                          "cell runs float64 only; bfloat16 needs --backend torch)."),
         click.option("--as", "mode", type=click.Choice(["auto", "verifier", "factory"]), default="auto",
                      show_default=True, help="How to read TARGET (see --help text above)."),
         click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
@@ -118,8 +119,9 @@ def _n_samples(text):
 
 
 def _harness_kwargs(n_samples, alpha, seed, backend, device, chunk_size, sigma, dtypes):
-    kw = {"alpha": alpha, "rng": seed, "backend": backend, "sigma": sigma,
-          "dtype": tuple(_parse_list(dtypes, str, "--dtype"))}
+    kw = {"alpha": alpha, "rng": seed, "backend": backend, "sigma": sigma}
+    if dtypes is not None:
+        kw["dtype"] = tuple(_parse_list(dtypes, str, "--dtype"))
     if n_samples is not None:
         kw["n_samples"] = n_samples
     if device is not None:
@@ -138,18 +140,20 @@ def _write_json(path, payload):
 @click.command("check")
 @click.argument("target")
 @click.option("--K", "K", type=int, default=None,
-              help="Children per node (default: the grid K in {2, 4}, or the verifier's fixed K).")
+              help="Children per node (default: the grid K in {2, 3, 4, 8}, or the verifier's fixed K).")
 @click.option("--delta", type=float, default=None,
-              help="Named delta (default: the grid delta in {0.5, 1, 2}); other rows spread around it.")
-@click.option("--dim", type=int, default=8, show_default=True, help="State dimension.")
+              help="Named delta (default: the grid's); other rows spread from 1e-3 to 12.")
+@click.option("--dim", type=int, default=None, help="State dimension (default 8; the grid also has dim 256).")
+@click.option("--detect", type=float, default=None,
+              help="Design n for this KS distance (e.g. 0.002): the smallest n that detects it, printed.")
 @click.option("--expected-acceptance", type=float, default=None,
               help="Exact acceptance to test against (built-in rules supply their own).")
 @click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
               help="Checkpoint file (.npz): resume from it, write to it.")
 @click.option("--progress/--no-progress", default=False)
 @_common_options
-def check(target, K, delta, dim, expected_acceptance, checkpoint, progress, n_samples, alpha, seed, backend, device,
-          chunk_size, sigma, dtypes, mode, json_path):
+def check(target, K, delta, dim, detect, expected_acceptance, checkpoint, progress, n_samples, alpha, seed, backend,
+          device, chunk_size, sigma, dtypes, mode, json_path):
     """Test whether the verifier TARGET (package.module:callable) is exact; exit 1 if not.
 
     Without --K and --delta the default grid runs (one Holm family over every cell).
@@ -162,7 +166,7 @@ def check(target, K, delta, dim, expected_acceptance, checkpoint, progress, n_sa
     kw = _harness_kwargs(_n_samples(n_samples), alpha, seed, backend, device, chunk_size, sigma, dtypes)
     try:
         report = check_exactness(verifier, K=K, delta=delta, dim=dim, expected_acceptance=expected_acceptance,
-                                 checkpoint=checkpoint, progress=progress, **kw)
+                                 checkpoint=checkpoint, progress=progress, detect=detect, **kw)
     except (ValueError, TypeError) as exc:
         raise TargetError(str(exc)) from None
     console = Console(width=200)
