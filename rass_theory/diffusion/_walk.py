@@ -164,30 +164,30 @@ class RoundWalker:
         sizes = [shape.nodes_at_depth(j) for j in range(n_lev)]
         offsets = np.cumsum([0] + sizes)
         T = int(offsets[-1])
-        nodes = np.empty((n, T, d))                          # (n, T, d): levels are views into it
-        levels = [nodes[:, offsets[j]:offsets[j + 1]] for j in range(n_lev)]
-        levels[0][:, 0] = x
+        nodes = np.empty((T, n, d))                          # node-major: each level is a contiguous block
+        levels = [nodes[offsets[j]:offsets[j + 1]] for j in range(n_lev)]          # (N_j, n, d) views
+        levels[0][0] = x
         for j in range(n_draft):
             Kj = shape.widths[j]
-            par = levels[j]                                   # (n, N_j, d)
-            Nj = par.shape[1]
+            par = levels[j]                                   # (N_j, n, d)
+            Nj = par.shape[0]
             kk = np.minimum(k + j, last)                      # nodes past depth_eff are never used
+            rows_first = par.transpose(1, 0, 2)               # (n, N_j, d)
             if self.draft_model is None:                      # a_k y + b_k u_f, u_f shared by the tree
-                mu_d = kernel.affine(kk, par, v_frozen[:, None, :])
+                mu_d = kernel.affine(kk, rows_first, v_frozen[:, None, :])
             else:
-                flat = par.reshape(n * Nj, d)
+                flat = rows_first.reshape(n * Nj, d)
                 kk_flat = np.repeat(kk, Nj)
                 mu_d = kernel.affine(kk_flat, flat, self.draft_model.velocity(flat, kernel.s[kk_flat]))
             kids = levels[j + 1].view()
-            kids.shape = (n, Nj, Kj, d)                       # a view (raises rather than copy): drafted in place
-            kids[...] = rng.standard_normal((n, Nj, Kj, d))
-            kids *= kernel.std(kk)[:, None, None, None]
-            kids += mu_d.reshape(n, Nj, 1, d)
+            kids.shape = (Nj, Kj, n, d)                       # child c of node p is node p * K_j + c
+            rng.standard_normal(out=kids)                     # drafted in place
+            kids *= kernel.std(kk)[None, None, :, None]
+            kids += mu_d.reshape(n, Nj, d).transpose(1, 0, 2)[:, None]
         # 2. ONE batched target call on all internal nodes (depth 0..L-1), and the leaves if asked
-        s_nodes = np.concatenate([np.repeat(np.minimum(k + j, kernel.stop)[:, None], sizes[j], axis=1)
-                                  for j in range(n_lev)], axis=1)
-        V = kernel.velocity(s_nodes.reshape(-1), nodes.reshape(n * T, d)).reshape(n, T, d)
-        V[root_exact, 0] = v_frozen[root_exact]     # the root was already evaluated: reuse, same value
+        steps = np.minimum(k[None, :] + np.repeat(np.arange(n_lev), sizes)[:, None], kernel.stop)    # (T, n)
+        V = kernel.velocity(steps.reshape(-1), nodes.reshape(T * n, d)).reshape(T, n, d)
+        V[0, root_exact] = v_frozen[root_exact]     # the root was already evaluated: reuse, same value
         # 3. walk from the root
         y = x.copy()
         committed = np.zeros(n, dtype=np.int64)
@@ -198,13 +198,13 @@ class RoundWalker:
         while w.size:
             kk = k[w] + j
             Kj = shape.widths[j]
-            v_node = V[w, offsets[j] + pos[w]]
+            v_node = V[offsets[j] + pos[w], w]
             u_d = v_frozen[w] if self.draft_model is None else self.draft_model.velocity(y[w], kernel.s[kk])
             child_ids = pos[w, None] * Kj + np.arange(Kj)[None, :]
 
             if j + 1 < len(levels):
                 def children_fn(mu_d, sig, w=w, child_ids=child_ids, j=j):
-                    return levels[j + 1][w[:, None], child_ids]
+                    return levels[j + 1][child_ids, w[:, None]]
             else:                                             # leaves of the walked node, drafted now
                 def children_fn(mu_d, sig, Kj=Kj):
                     kids = rng.standard_normal((mu_d.shape[0], Kj, d))
@@ -215,7 +215,7 @@ class RoundWalker:
             def child_velocity(stop, children, idx, w=w, child_ids=child_ids, j=j):
                 def get(sel, cidx):
                     c = idx[stop[sel]] if cidx is None else cidx
-                    return V[w[stop[sel]], offsets[j + 1] + child_ids[stop[sel], c]]
+                    return V[offsets[j + 1] + child_ids[stop[sel], c], w[stop[sel]]]
                 return get
 
             cont, idx = self._level(j, w, y, kk, v_node, u_d, children_fn, child_velocity, committed, depth_eff,
