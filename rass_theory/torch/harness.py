@@ -107,8 +107,8 @@ def run_chunk_torch(verifier, node, spec, device=None) -> ExactnessCounts:
     ``sigma`` is an ``(m,)`` tensor on the main batch and a Python float on the small batches.
     Exceptions raised by the verifier are recorded as violations naming the batch size and dtype.
     """
-    from ..stats.harness import (PROBE_ROWS, CallChecker, _fallback_e, call_batches, draw_chunk, probe_children,
-                                 probe_sums, sequence_probe)
+    from ..stats.harness import (PROBE_ROWS, CallChecker, _fallback_e, call_batches, draw_chunk, failure_regimes,
+                                 probe_children, probe_sums, sequence_probe)
     from ..stats.rowstats import counts_from_rows
 
     dev = resolve_device(device)
@@ -130,7 +130,19 @@ def run_chunk_torch(verifier, node, spec, device=None) -> ExactnessCounts:
         try:
             result = verifier(*inputs, sigma, gen)
         except Exception as exc:  # noqa: BLE001 - the verifier's failure is a verdict, not a crash
-            checker.raised(a, b, exc)
+            where = ""
+            if j == len(calls) - 1 and b - a > 1:
+                delta = np.asarray(node.deltas)[rows.group[a:b]]
+                rho = np.linalg.norm(rows.mu_draft[a:b], axis=1) / rows.sigma[a:b]
+
+                def retry(i, a=a, b=b):
+                    idx = torch.as_tensor(i, device=dev)
+                    g = _generator(sub_seed(spec.seed, 9), dev)
+                    return verifier(children[a:b][idx].clone(), md[a:b][idx].clone(), mt[a:b][idx].clone(),
+                                    sig[a:b][idx].clone(), g)
+
+                where = failure_regimes(retry, delta, rho, node.dim)
+            checker.raised(a, b, exc, where=where)
             continue
         originals = (children[a:b], md[a:b], mt[a:b]) + ((sig[a:b],) if j == len(calls) - 1 else ())
         passed = tuple(inputs) + ((sigma,) if j == len(calls) - 1 else ())
