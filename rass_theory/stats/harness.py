@@ -364,14 +364,17 @@ class CallChecker:
         same = (states[rows] == children[rows, index[rows]]).all(axis=1)
         valid[rows[~same]] = False
         rej = np.flatnonzero(valid & ~accepted) if copy_check_applies(self.dtype_name, self.dim) else []
-        if len(rej):
-            copy = (states[rej, None, :] == children[rej]).all(axis=2).any(axis=1)
+        if len(rej):   # a cheap first-coordinate screen, then the full comparison on the candidates only
+            cand = rej[(states[rej, None, 0] == children[rej, :, 0]).any(axis=1)]
+            copy = np.zeros(len(rej), bool)
+            if cand.size:
+                copy[np.searchsorted(rej, cand)] = (states[cand, None, :] == children[cand]).all(axis=2).any(axis=1)
             if copy.any():
                 self._note("uncorrected_copy", int(copy.sum()),
                            f"[uncorrected_copy] {int(copy.sum())} row(s) marked not accepted return one of "
                            f"their children unchanged (batch of {n} row(s), {self.dtype_name})")
                 valid[rej[copy]] = False
-        self.states[a:b] = states.astype(np.float64)
+        self.states[a:b] = states
         self.valid[a:b] = valid
         self.accepted[a:b] = accepted
 

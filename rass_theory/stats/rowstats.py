@@ -114,12 +114,18 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     n, d = valid.shape[0], node.dim
     B, J = node.n_bins, node.n_joint_bins
     out = {k: np.zeros(shape, dt) for k, (shape, dt) in _field_shapes(node).items()}
-    y = frame.standardise(np.where(valid[:, None], states, frame.mu_draft))
-    y[~valid] = 0.0
+    if valid.all():
+        y = frame.standardise(states)
+    else:
+        y = frame.standardise(np.where(valid[:, None], states, frame.mu_draft))
+        y[~valid] = 0.0
     t = np.einsum("nd,nd->n", y, frame.e)
     r = np.maximum(np.einsum("nd,nd->n", y, y) - t * t, 0.0)   # ||z_perp||^2 = ||y||^2 - t^2
     dirs, diag = frame.directions(y, t)
     vi = np.flatnonzero(valid)
+    if vi.size == n:
+        vi = slice(None)   # every row valid: views instead of fancy-index copies of (n, d) arrays
+    n_ok = int(valid.sum())
 
     s_bin = node.bin_normal(t[vi])
     out["s_counts"] += np.bincount(s_bin, minlength=B)
@@ -151,7 +157,7 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     # far tails, over all valid rows and over the large-delta ones
     r_tail = dict(zip((4.0, 5.0), _r_tail_edges(d)))
     large = np.asarray(node.deltas)[np.asarray(group)[vi]] >= LARGE_DELTA
-    out["tail_rows"][:] = (vi.size, int(large.sum()))
+    out["tail_rows"][:] = (n_ok, int(large.sum()))
     values = {"t": t[vi], "r": r[vi], "dir0": dirs[0, vi] if node.n_directions else None, "diag": diag[vi]}
     for k, (_, stat, side, thr) in enumerate(TAILS):
         x = values[stat]
@@ -213,4 +219,4 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     subsample = np.array(y[:keep][valid[:keep]], dtype=np.float64).reshape(-1, d)
     n_accepted = int(np.count_nonzero(accepted[vi]))
     out["violations"] = np.asarray(violations, dtype=np.int64).reshape(len(VIOLATION_KINDS)).copy()
-    return ExactnessCounts(n, int(vi.size), n_accepted, out, subsample, tuple(messages))
+    return ExactnessCounts(n, n_ok, n_accepted, out, subsample, tuple(messages))
