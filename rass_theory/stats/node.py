@@ -384,8 +384,11 @@ class SyntheticNode:
             else:
                 g = rng.standard_normal((n, d))
                 g /= np.maximum(np.sqrt(np.einsum("nd,nd->n", g, g)), 1e-300)[:, None]
-            mu_draft = (sigma * rho)[:, None] * g
-        mu_target = mu_draft + (sigma * delta)[:, None] * e
+            g *= (sigma * rho)[:, None]
+            mu_draft = g
+        e *= (sigma * delta)[:, None]               # e (a fresh array, not needed afterwards) becomes mu_target
+        e += mu_draft
+        mu_target = e
         return RowNodes(mu_draft, mu_target, sigma, group)
 
     def frame(self, mu_draft, mu_target, sigma, fallback_e) -> RowFrame:
@@ -399,7 +402,8 @@ class SyntheticNode:
         sig = np.asarray(sigma, dtype=np.float64).reshape(-1)
         norm = np.sqrt(np.einsum("nd,nd->n", diff, diff))
         zero = norm == 0
-        e = diff / np.where(zero, 1.0, norm)[:, None]
+        e = diff
+        e /= np.where(zero, 1.0, norm)[:, None]
         if zero.any():
             e[zero] = fallback_e(zero) if callable(fallback_e) else fallback_e[zero]
         delta = norm / sig
