@@ -758,7 +758,7 @@ def _histogram_tests(prefix, counts, n_bins) -> list:
     """KS at the bin edges, chi-square on 32 coarse bins, chi-square on the fine bins."""
     return [(f"{prefix}_ks", T.binned_ks_test(counts)),
             (f"{prefix}_chi2", T.binned_chisquare_test(counts, N_CHI2_BINS)),
-            (f"{prefix}_chi2_fine", T.binned_chisquare_test(counts, n_bins, min_expected=5))]
+            (f"{prefix}_chi2_fine", T.binned_chisquare_test(counts, n_bins, min_expected=5, min_rows=T.MIN_FINE_ROWS))]
 
 
 def _pass_tests(c: ExactnessCounts, node: SyntheticNode, cfg: HarnessConfig, pre: str) -> list:

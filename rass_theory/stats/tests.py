@@ -113,7 +113,15 @@ def coarse_counts(counts, n_coarse: int):
     return coarse, probs
 
 
-def binned_chisquare_test(counts, n_coarse: int = 32, min_expected: float = 10) -> TestStatistic:
+#: Smallest sample at which each asymptotic chi-square test runs: its simulated false-reject rate is
+#: within 1.5x of nominal at levels 1e-2 and 1e-3 from there on (``bench/results/harness_finite_n.md``,
+#: ``bench/harness_finite_n.py``; coarse bins from 50, fine bins from 200, the 8 x 8 joint from 160,
+#: row pairs from 25, gated more conservatively at :data:`MIN_CLT_ROWS`).
+MIN_FINE_ROWS = 200
+MIN_JOINT_ROWS = 160
+
+
+def binned_chisquare_test(counts, n_coarse: int = 32, min_expected: float = 10, min_rows: int = 0) -> TestStatistic:
     """Pearson chi-square test of a PIT histogram after merging into ``n_coarse`` bins.
 
     Notes
@@ -130,6 +138,8 @@ def binned_chisquare_test(counts, n_coarse: int = 32, min_expected: float = 10) 
     n = int(counts.sum())
     if n == 0:
         return TestStatistic(float("nan"), float("nan"), "no samples")
+    if n < min_rows:
+        return TestStatistic(float("nan"), float("nan"), f"fewer than {min_rows} samples: chi-square law not reached")
     C = int(min(n_coarse, max(2, int(n // min_expected)), counts.size))
     obs, probs = coarse_counts(counts, C)
     expected = n * probs
@@ -150,6 +160,9 @@ def joint_chisquare_test(joint_counts, n_bins: int) -> TestStatistic:
     J = joint.shape[0]
     if n == 0:
         return TestStatistic(float("nan"), float("nan"), "no samples")
+    if n < MIN_JOINT_ROWS * (J * J) // 64:
+        return TestStatistic(float("nan"), float("nan"), f"fewer than {MIN_JOINT_ROWS} samples per 64 cells: "
+                                                         f"chi-square law not reached")
     marg = np.bincount(np.arange(n_bins) * J // n_bins, minlength=J) / n_bins
     expected = n * np.outer(marg, marg)
     stat = float(np.sum((joint - expected) ** 2 / expected))
