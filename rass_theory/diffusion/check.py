@@ -26,6 +26,7 @@ from .kernel import PlainKernel, is_tensor
 from .residual_tests import (
     cross_correlation_test,
     detectable_correlation,
+    detectable_cross_correlation,
     detectable_ks,
     ks_normal_test,
     ks_uniform_test,
@@ -291,7 +292,8 @@ def check_trajectories(trajectories, kernel, draft_means=None, depths=None, alph
       and 3 fixed random directions;
     * ``lag``: lag-1 and lag-2 self-normalised correlation of each projection and of
       ``(||r_t||^2 - d) / sqrt(2 d)`` along every trajectory (martingale differences);
-    * ``cross``: correlation between trajectories within a step (a U-statistic);
+    * ``cross``: correlation between trajectories within a step (an exact F test: the squared
+      mean residual against the within-step spread);
     * ``final``: per-coordinate two-sample KS of the final states against an independent plain
       run of the same kernel (Bonferroni over coordinates).
 
@@ -384,8 +386,10 @@ def check_trajectories(trajectories, kernel, draft_means=None, depths=None, alph
     for (name, family, statistic, pvalue, count), pa in zip(raw, p_adj):
         if family in ("norm", "projection"):
             det = detectable_ks(count, level)
-        elif family in ("lag", "cross"):
+        elif family == "lag":
             det = detectable_correlation(count, level)
+        elif family == "cross":
+            det = detectable_cross_correlation(n, T, d, level)
         else:
             det = float(marginal_ks_test_detectable(n, d, level))
         tests.append(TrajectoryTest(name, family, float(statistic), float(pvalue), int(count), float(det), float(pa)))

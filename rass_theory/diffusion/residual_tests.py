@@ -13,7 +13,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["ks_normal_test", "ks_uniform_test", "lag_correlation_test", "cross_correlation_test",
-           "detectable_ks", "detectable_correlation"]
+           "detectable_ks", "detectable_correlation", "detectable_cross_correlation"]
 
 _Z80 = float(stats.norm.ppf(0.8))
 
@@ -69,7 +69,7 @@ def lag_correlation_test(p, lag: int):
 
 
 def cross_correlation_test(r):
-    """Test that residual vectors of different trajectories are uncorrelated within each step.
+    """Exact F test that residual vectors of different trajectories are uncorrelated within each step.
 
     Parameters
     ----------
@@ -79,22 +79,39 @@ def cross_correlation_test(r):
     Returns
     -------
     (rho, pvalue, n_pairs)
-        ``rho = U / (n (n - 1) T d)`` estimates the mean correlation of a coordinate between two
-        trajectories at one step; two-sided normal p-value of ``z = U / sqrt(2 n (n - 1) T d)``.
+        ``rho = (F - 1) / (F + n - 1)`` estimates the correlation of a coordinate between two
+        trajectories at one step; ``pvalue`` is two-sided under ``F(dT, dT(n - 1))``.
 
     Notes
     -----
-    ``U = sum_t (||sum_i r_it||^2 - sum_i ||r_it||^2) = 2 sum_t sum_{i<j} <r_it, r_jt>``: under
-    the null its terms are uncorrelated with variance ``d`` each, so ``Var U = 2 n (n - 1) T d``
-    and ``U`` is asymptotically normal (a degenerate U-statistic of growing dimension).
+    For each step ``t`` and coordinate ``k`` the vector ``(r_{1tk}, ..., r_{ntk})`` is
+    ``N(0, I_n)`` under the null.  Its squared projection on ``1 / sqrt(n)``,
+    ``A = (sum_i r_{itk})^2 / n``, is chi-square(1) and independent of the rest,
+    ``B = sum_i r_{itk}^2 - A`` ~ chi-square(n - 1).  Summed over ``t, k``,
+    ``F = (A / (dT)) / (B / (dT (n - 1)))`` is exactly ``F(dT, dT(n - 1))``, whatever the
+    residuals' common scale (a scale bug is the norm tests' job).  A correlation ``rho`` between
+    trajectories multiplies ``E[A]`` by ``1 + (n - 1) rho`` and ``E[B]`` by ``1 - rho``.
     """
     r = np.asarray(r, dtype=np.float64)
     n, T, d = r.shape
-    col = r.sum(axis=0)                                   # (T, d)
-    U = float(np.sum(col * col) - np.sum(r * r))
-    var = 2.0 * n * (n - 1) * T * d
-    z = U / math.sqrt(var)
-    return U / (n * (n - 1) * T * d), float(2 * stats.norm.sf(abs(z))), int(n * (n - 1) // 2 * T)
+    A = float(np.sum(r.sum(axis=0) ** 2)) / n
+    B = float(np.sum(r * r)) - A
+    df1, df2 = d * T, d * T * (n - 1)
+    F = (A / df1) / (B / df2)
+    p = 2 * min(float(stats.f.cdf(F, df1, df2)), float(stats.f.sf(F, df1, df2)))
+    return (F - 1) / (F + n - 1), min(1.0, p), int(n * (n - 1) // 2 * T)
+
+
+def detectable_cross_correlation(n: int, T: int, d: int, level: float, power: float = 0.8) -> float:
+    """Between-trajectory correlation the F test of :func:`cross_correlation_test` detects with
+    probability about ``power`` at ``level`` (two-sided; ``B`` taken at its mean).
+
+    ``lambda = F_{1 - level/2}(dT, dT(n-1)) / (chi2_{1 - power}(dT) / (dT))`` is the inflation of
+    ``A`` needed, and ``rho = (lambda - 1) / (lambda + n - 1)``.
+    """
+    df1, df2 = d * T, d * T * (n - 1)
+    lam = float(stats.f.isf(level / 2, df1, df2)) / (float(stats.chi2.ppf(1 - power, df1)) / df1)
+    return (lam - 1) / (lam + n - 1)
 
 
 def detectable_ks(n: int, level: float, power: float = 0.8) -> float:
