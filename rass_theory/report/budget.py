@@ -25,30 +25,31 @@ RESERVED_SECONDS = {"default": 20.0, "quick": 8.0}
 
 #: Seconds per unit of work (CPU seconds on one core of the project's 2-core machine), by
 #: ``section.unit``.  Fitted to the per-section CPU seconds of one default and one quick report
-#: (``manifest.json``'s ``cpu_seconds``; the machine was shared, so CPU rather than wall time).
+#: (``manifest.json``'s ``cpu_seconds``, ``bench/readme_figures.py``, 2026-12-01; the machine was
+#: shared, load average 10-13 on 2 cores, so CPU rather than wall time).
 UNIT_SECONDS = {
     "acceptance.closed_form": 0.003,       # one (rule, K, delta) closed-form acceptance
     "acceptance.policy": 1.2,              # one optimal threshold policy (search over t; untabulated K)
     "acceptance.policy_table": 0.005,      # one exact acceptance of the tabulated threshold policy
     "weights.solve": 0.01,                 # one certified optimal_rank_weights (most are cached)
     "trees.point": 0.004,                  # one (K, L) pair of predicted speedups (D-GRS and RASS)
-    "exactness.row": 1.8e-6,               # one harness row of one precision pass
-    "exactness.run": 0.29,                 # fixed cost of one harness run (tests, two-sample test)
-    "power.row": 1.0e-6,                   # one mutant harness row of one precision pass
-    "power.run": 0.11,                     # fixed cost of one mutant run
+    "exactness.row": 4.0e-6,               # one harness row of one precision pass
+    "exactness.run": 0.35,                 # fixed cost of one harness run (tests, two-sample test)
+    "power.row": 3.5e-6,                   # one mutant harness row of one precision pass
+    "power.run": 0.14,                     # fixed cost of one mutant run
     "diffusion.trajectory": 1.2e-4,        # one trajectory of one arm, per 64 dimensions (at least 1)
     "diffusion.fixed": 2.0,                # the mixture and the sampler's first call
-    "learned.trajectory": 0.003,           # one digits trajectory of one arm (torch tree sampler)
-    "learned.fixed": 3.0,                  # model, plain-chain quality metrics, figures
+    "learned.trajectory": 0.0027,          # one digits trajectory of one arm (torch tree sampler, one thread)
+    "learned.fixed": 8.0,                  # model, plain-chain quality metrics, figures
     "mnist.fixed": 3.0,                    # reads bench/mnist_speedup.py's saved summary, draws 4 figures
     "section.fixed": 0.8,                  # figures and data files of any section
 }
 
 #: Per-section budgets (CPU seconds) at the embedded defaults and in quick mode.
-BUDGETS = {"acceptance": 15.0, "weights": 10.0, "trees": 5.0, "exactness": 70.0, "power": 20.0,
+BUDGETS = {"acceptance": 15.0, "weights": 10.0, "trees": 5.0, "exactness": 70.0, "power": 25.0,
            "diffusion": 15.0, "learned": 60.0, "mnist": 8.0}
 QUICK_BUDGETS = {"acceptance": 3.0, "weights": 3.0, "trees": 2.0, "exactness": 18.0, "power": 5.0,
-                 "diffusion": 5.0, "learned": 10.0, "mnist": 4.0}
+                 "diffusion": 5.0, "learned": 12.0, "mnist": 4.0}
 
 
 @dataclass(frozen=True)
