@@ -203,18 +203,27 @@ class RowFrame:
     delta: np.ndarray
     anchors: np.ndarray
     ea: np.ndarray
+    mu_target: np.ndarray | None = None
 
     def standardise(self, states) -> np.ndarray:
-        """``y = (x - mu_draft) / sigma - delta e``: ``N(0, I)`` under an exact rule (float64)."""
-        y = np.asarray(states, dtype=np.float64) - self.mu_draft
+        """``y = (x - mu_draft) / sigma - delta e = (x - mu_target) / sigma``: ``N(0, I)`` under an exact rule.
+
+        ``sigma delta e = mu_target - mu_draft`` by construction of the frame, so one subtraction of
+        ``mu_target`` does it (float64, two passes over the states).
+        """
+        if self.mu_target is None:
+            y = np.subtract(states, self.mu_draft, dtype=np.float64)
+            y /= self.sigma[:, None]
+            y -= self.delta[:, None] * self.e
+            return y
+        y = np.subtract(states, self.mu_target, dtype=np.float64)
         y /= self.sigma[:, None]
-        y -= self.delta[:, None] * self.e
         return y
 
     def take(self, rows) -> "RowFrame":
         """The frame of ``rows`` (a slice or an index array)."""
         return RowFrame(self.mu_draft[rows], self.sigma[rows], self.e[rows], self.delta[rows], self.anchors,
-                        self.ea[rows])
+                        self.ea[rows], None if self.mu_target is None else self.mu_target[rows])
 
     def _norms(self) -> np.ndarray:
         a2 = np.einsum("jd,jd->j", self.anchors, self.anchors)
@@ -398,7 +407,8 @@ class SyntheticNode:
         evaluated only when some row has ``mu_target == mu_draft`` exactly) is used on those rows.
         """
         md = np.asarray(mu_draft, dtype=np.float64)
-        diff = np.asarray(mu_target, dtype=np.float64) - md
+        mt = np.asarray(mu_target, dtype=np.float64)
+        diff = mt - md
         sig = np.asarray(sigma, dtype=np.float64).reshape(-1)
         norm = np.sqrt(np.einsum("nd,nd->n", diff, diff))
         zero = norm == 0
@@ -407,7 +417,7 @@ class SyntheticNode:
         if zero.any():
             e[zero] = fallback_e(zero) if callable(fallback_e) else fallback_e[zero]
         delta = norm / sig
-        return RowFrame(md, sig, e, delta, self.anchors, e @ self.anchors.T)
+        return RowFrame(md, sig, e, delta, self.anchors, e @ self.anchors.T, mt)
 
     # ------------------------------------------------------------------ binning
     @staticmethod

@@ -117,7 +117,8 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     if valid.all():
         y = frame.standardise(states)
     else:
-        y = frame.standardise(np.where(valid[:, None], states, frame.mu_draft))
+        y = frame.standardise(np.where(valid[:, None], states, frame.mu_draft if frame.mu_target is None
+                                       else frame.mu_target))
         y[~valid] = 0.0
     t = np.einsum("nd,nd->n", y, frame.e)
     r = np.maximum(np.einsum("nd,nd->n", y, y) - t * t, 0.0)   # ||z_perp||^2 = ||y||^2 - t^2
