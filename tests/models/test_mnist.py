@@ -240,3 +240,19 @@ class TestQualityMetrics:
             mnist_quality(np.zeros((20, 64)))
         with pytest.raises(ValueError, match="at least 10"):
             mnist_quality(np.zeros((5, 784)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verifier", ["rass", "dgrs", "optimal_list"])
+def test_paper_protocol_run_is_exact(model, verifier):
+    """The bench's cheapest cell at full length: 100 steps of the paper protocol (98 speculative),
+    eps = 0.1, a 2x3 tree, 20 trajectories; ``check_trajectories`` at alpha = 1e-3 (Holm over
+    about 130 tests).  The known-wrong control fails this check with p ~ 1e-249 at the same size
+    (``bench/results/mnist_speedup.md``)."""
+    run = speculative_sample_torch(model, verifier, K=2, L=3, n_samples=20, n_steps=100, churn=0.1,
+                                   protocol="paper", rng=31, return_trajectories=True)
+    assert run.n_standard_steps == 98 and run.speedup > 1.5
+    kernel = plain_kernel(model, 100, 0.1, protocol="paper")
+    rep = check_trajectories(run.trajectories, kernel, draft_means=run.draft_means, depths=run.depths,
+                             alpha=1e-3, rng=32)
+    assert rep.passed, rep.summary()
