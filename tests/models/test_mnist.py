@@ -243,12 +243,13 @@ class TestQualityMetrics:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("verifier", ["rass", "dgrs", "optimal_list"])
+@pytest.mark.parametrize("verifier", ["rass", "dgrs"])
 def test_paper_protocol_run_is_exact(model, verifier):
     """The bench's cheapest cell at full length: 100 steps of the paper protocol (98 speculative),
     eps = 0.1, a 2x3 tree, 20 trajectories; ``check_trajectories`` at alpha = 1e-3 (Holm over
     about 130 tests).  The known-wrong control fails this check with p ~ 1e-249 at the same size
-    (``bench/results/mnist_speedup.md``)."""
+    (``bench/results/mnist_speedup.md``, which also checks optimal_list's arms).  About 100-140 s per
+    rule on the loaded 2-core machine."""
     run = speculative_sample_torch(model, verifier, K=2, L=3, n_samples=20, n_steps=100, churn=0.1,
                                    protocol="paper", rng=31, return_trajectories=True)
     assert run.n_standard_steps == 98 and run.speedup > 1.5
