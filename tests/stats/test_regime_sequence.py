@@ -38,6 +38,19 @@ class TestRegime:
         assert stats.ks_2samp(rho, _trace()["mu_ratio"]).pvalue > 1e-4
         assert "regime from dict" in node.describe_regime() and "from the trace" in node.describe_regime()
 
+    def test_a_recorded_run_and_its_delta_trace(self):
+        from rass_theory import diffusion
+        tgt = diffusion.GaussianMixture.random(dim=16, n_components=3, seed=0)
+        run = diffusion.speculative_sample(tgt, "rass", K=3, L=2, n_samples=30, n_steps=8, churn=0.06, rng=0,
+                                           record_trace=True)
+        for source in (run, diffusion.DeltaTrace.from_run(run)):
+            reg = regime_from_trace(source)
+            assert reg.group.size == run.nodes.delta.size and len(reg.deltas) <= MAX_GROUPS
+        assert regime_from_trace(run).Ks == (3,)
+        rep = rt.check_exactness(resample, regime=run, K=3, dim=16, n_samples=3000, chunk_size=3000, n_bins=256,
+                                 two_sample_size=0, rng=0)
+        assert rep.passed and "regime from SpeculativeResult.nodes" in rep.regime
+
     def test_delta_only_trace_keeps_the_default_sigma_and_mu_laws(self):
         reg = regime_from_trace({"delta": [0.5, 1.0, 2.0, 8.0]})
         assert reg.sigma is None and reg.rho is None
