@@ -11,7 +11,8 @@ The public ``rt.check_exactness`` / ``rt.certify`` are :mod:`rass_theory.scale.c
 the chunk runner of ``backend`` (NumPy, torch, Dask) and calls the harness here; the names here
 run ``backend="numpy"`` unless given a ``chunk_stream`` (this package imports no backend above it).
 
-Modules: ``node`` (heterogeneous per-row nodes, seeds, chunk plan), ``rowstats`` (a chunk's
+Modules: ``node`` (heterogeneous per-row nodes, seeds, chunk plan), ``regime`` (the rows' laws:
+default, or resampled from a recorded trace), ``rowstats`` (a chunk's
 statistics in each row's standardised frame), ``streaming`` (mergeable counts), ``tests``
 (hypothesis tests on the counts), ``power`` (detectable discrepancies), ``harness``, ``certify``
 (grids, the default run), ``checkpoint``, ``report``; ``two_sample`` (model-free two-sample tests of
@@ -26,5 +27,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "certify": ["certify", "CertifyResult"],
     "report": ["ExactnessReport", "StatisticalTest"],
     "streaming": ["ExactnessCounts"],
-    "power": ["detectable_ks_distance"],
+    "power": ["detectable_ks_distance", "samples_for_distance"],
+    "regime": ["Regime", "regime_from_trace"],
 })
