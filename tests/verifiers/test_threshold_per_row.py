@@ -78,6 +78,7 @@ class TestNumPy:
         res = v(children, mu_d, mu_t, sigma, rng)
         exact = a.acceptance(0.8)
         assert abs(res.accepted.mean() - exact) / np.sqrt(exact * (1 - exact) / 20_000) < 4.5
+        nodes.assert_target_law(res.states, mu_d, sigma, e, 0.8)      # one delta: the shared residual table
 
     def test_bad_parameters(self):
         with pytest.raises(ValueError, match="parameters must be one of"):
