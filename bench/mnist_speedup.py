@@ -372,6 +372,31 @@ def write_markdown(args, rows, all_arms, gains, pred_gains, cross, hist, pooled,
     for r in sorted(rows, key=lambda r: -r["wall_s"])[:8]:
         lines.append(f"| {r['key'].replace('|', ' / ')} | {r['n']} | {r['wall_s']:.0f} | {r.get('check_wall_s', 0.0):.0f} | "
                      f"{r['wall_s'] * 500 / r['n'] / 3600:.1f} h |")
+    # per (mode, tree): measured mean wall per tree arm, and 500 images by linear extrapolation; trees not
+    # run are estimated from the measured cost per evaluated node and the cross-predicted target calls
+    tree_rows = [r for r in rows if r["verifier"] in VERIFIERS]
+    per_node = (sum(r["wall_s"] for r in tree_rows)
+                / sum(r["n"] * r["mean_calls"] * r["nodes_per_round"] for r in tree_rows)) if tree_rows else float("nan")
+    lines += ["", "Per (mode, tree), the three tree verifiers' arms (RMC chains excluded): measured mean wall time per "
+              f"arm at n = {args.n} and 500 images by linear extrapolation; trees not run are estimated from the "
+              f"measured wall time per evaluated node-image ({1e3 * per_node:.2f} ms, all tree arms pooled) and the "
+              "cross-predicted target calls (RASS).", "",
+              "| mode | tree | nodes/round | arms run | mean wall s per arm (n) | 500 images per arm | "
+              "500 images, all 3 eps x 3 verifiers |", "|---|---|---|---|---|---|---|"]
+    cross_calls = {(c["mode"], c["K"], c["L"]): 98.0 / c["rass"] for c in cross if c["eps"] == min(EPS)}
+    for mode in ("verification", "budget"):
+        for K, L in sorted(SHAPES, key=lambda sh: tree_cost(*sh, MODES[mode][0])):
+            got = [r for r in tree_rows if r["mode"] == mode and (r["K"], r["L"]) == (K, L)]
+            nodes = tree_cost(K, L, MODES[mode][0])
+            if got:
+                w = sum(r["wall_s"] for r in got) / len(got)
+                lines.append(f"| {mode} | {K}x{L} | {nodes} | {len(got)} | {w:.0f} | {w * 500 / args.n / 3600:.2f} h | "
+                             f"{9 * w * 500 / args.n / 3600:.1f} h |")
+            elif (mode, K, L) in cross_calls or ("verification", K, L) in cross_calls:
+                calls = cross_calls.get((mode, K, L), cross_calls.get(("verification", K, L)))
+                w500 = per_node * 500 * calls * nodes
+                lines.append(f"| {mode} | {K}x{L} | {nodes} | 0 | -- | ~{w500 / 3600:.2f} h (estimated) | "
+                             f"~{9 * w500 / 3600:.1f} h (estimated) |")
     total = sum(r["wall_s"] + r.get("check_wall_s", 0.0) for r in rows)
     ext = sum(r["wall_s"] * 500 / r["n"] for r in rows)
     lines += ["", f"Plain reference: {plain_wall:.0f} s for {args.n_plain} images x {len(set(r['eps'] for r in rows))} "
