@@ -1,7 +1,9 @@
 """One-call device check of the torch backend: tests, throughput, one exactness verdict -> JSON.
 
     python bench/gpu_check.py --device cuda --out gpu_check.json          # < 8 min on one GPU
-    python bench/gpu_check.py --device cpu --out cpu_check.json --quick   # smoke test, < 30 s
+    python bench/gpu_check.py --device cpu --out cpu_check.json --quick   # smoke test, < 30 s without the
+                                                                         # mnist section (--skip-mnist); about
+                                                                         # 3 min with it on the shared 2-core CPU
 
 Sections (each guarded: a failure is recorded in the JSON and the script goes on):
 
