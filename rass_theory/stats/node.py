@@ -5,8 +5,8 @@ A harness *cell* names ``(K, delta, dim)``; every row of every chunk is its own 
 
 * ``sigma_i`` log-uniform on ``[0.1, 10]`` (``SIGMA_RANGE``), or the fixed ``sigma`` the caller
   names;
-* ``mu_draft_i = sigma_i rho_i g_i`` with ``g_i`` another row's unit ``e_j`` (a random cyclic
-  shift of a permutation, so uniform and independent of ``e_i``) and ``rho_i`` zero for one
+* ``mu_draft_i = sigma_i rho_i g_i`` with ``g_i = e_{i-1}``, the previous row's unit direction
+  (uniform and independent of ``e_i``; row 0 takes the last row's) and ``rho_i`` zero for one
   row in ten, else log-uniform on ``[0.01, 1e4]`` (``RHO_RANGE``: from 0 to the draft-mean norms of
   real runs, where float32 cancellation bites);
 * a uniformly random unit ``e_i`` and ``mu_target_i = mu_draft_i + sigma_i delta_i e_i``;
@@ -356,7 +356,8 @@ class SyntheticNode:
         if self.regime is not None:
             group, rec_sigma, rec_rho = self.regime.draw(rng, n)
         else:
-            group = rng.choice(self.n_groups, size=n, p=self.group_probs)
+            cdf = np.cumsum(self.group_probs)
+            group = np.minimum(np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right"), self.n_groups - 1)
         if dtype == "bfloat16":  # tiny deltas are not bfloat16 sums: their rows move to the named delta
             dyadic = np.array([float(x * 64).is_integer() for x in self.deltas])
             if dyadic.any() and not dyadic.all():
@@ -378,18 +379,16 @@ class SyntheticNode:
                 sigma = np.exp(rng.uniform(np.log(SIGMA_RANGE[0]), np.log(SIGMA_RANGE[1]), n))
             e = rng.standard_normal((n, d))
             e /= np.maximum(np.sqrt(np.einsum("nd,nd->n", e, e)), 1e-300)[:, None]
-            # the draft mean's direction is another row's e (a cyclic shift of a random
-            # permutation, never the row itself): uniform on the sphere and independent of the row's own e, for the
-            # price of one gather instead of a second (n, d) normal draw
+            # the draft mean's direction is the previous row's e: uniform on the sphere and
+            # independent of the row's own e (rows are independent), for the price of one
+            # contiguous copy instead of a second (n, d) normal draw
             if rec_rho is not None:
                 rho = np.array(rec_rho, dtype=np.float64)
             else:
                 rho = np.exp(rng.uniform(np.log(RHO_RANGE[0]), np.log(RHO_RANGE[1]), n))
                 rho[rng.random(n) < ZERO_RHO_SHARE] = 0.0
             if n > 1:
-                perm = rng.permutation(n)
-                g = np.empty_like(e)
-                g[perm] = e[np.roll(perm, 1)]     # row perm[i] takes the e of row perm[i - 1] != perm[i]
+                g = np.roll(e, 1, axis=0)          # row i takes row i - 1's e (a contiguous copy)
             else:
                 g = rng.standard_normal((n, d))
                 g /= np.maximum(np.sqrt(np.einsum("nd,nd->n", g, g)), 1e-300)[:, None]
