@@ -157,6 +157,8 @@ import rass_theory as rt
 def my_verifier(children, mu_draft, mu_target, sigma, rng):
     \"\"\"Reflection maximal coupling on child 0 (ignores the other children).\"\"\"
     x = children[:, 0, :]
+    # compute in float64 whatever the input dtype; the states go back in the inputs' dtype
+    mu_draft, mu_target = np.asarray(mu_draft, dtype=float), np.asarray(mu_target, dtype=float)
     sigma = np.broadcast_to(np.asarray(sigma, dtype=float), (len(x),))[:, None]  # scalar or (n,)
     diff = mu_target - mu_draft
     norm = np.linalg.norm(diff, axis=1)
@@ -167,7 +169,7 @@ def my_verifier(children, mu_draft, mu_target, sigma, rng):
     # accept with probability min(1, phi(s - delta) / phi(s)) = min(1, exp(s delta - delta^2 / 2))
     accepted = np.log(rng.random(len(s))) < np.minimum(s * delta - 0.5 * delta**2, 0.0)
     s_new = np.where(accepted, s, delta - s)          # reflect on rejection, keep z_perp
-    states = mu_draft + sigma * (z + (s_new - s)[:, None] * e)
+    states = (mu_draft + sigma * (z + (s_new - s)[:, None] * e)).astype(children.dtype)
     states[accepted] = x[accepted]                    # accepted rows are exactly the child
     child_index = np.where(accepted, 0, -1)
     return SimpleNamespace(states=states, accepted=accepted, child_index=child_index)
