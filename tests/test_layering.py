@@ -4,7 +4,7 @@
 Packages import downward only::
 
     _validation -> backend -> frame -> exact -> optimize -> verifiers -> mutants -> stats -> scale / torch
-    -> models -> diffusion -> plot -> report -> cli
+    -> testing -> models -> diffusion -> plot -> report -> cli
 
 Every ``import``/``from ... import`` of the package, at module level or inside a function, and
 every ``importlib.import_module("rass_theory...")`` with a literal name, is an edge.  The tests
@@ -19,7 +19,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "rass_theory"
 
 LAYERS = ["_validation", "backend", "frame", "exact", "optimize", "verifiers", "mutants", "stats",
-          ("scale", "torch"), "models", "diffusion", "plot", "report", "cli"]
+          ("scale", "torch"), "testing", "models", "diffusion", "plot", "report", "cli"]
 RANK = {}
 for i, layer in enumerate(LAYERS):
     for name in (layer if isinstance(layer, tuple) else (layer,)):
