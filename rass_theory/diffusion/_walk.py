@@ -55,8 +55,11 @@ class RoundWalker:
         res = self.verifiers[Kj](children, mu_d, mu_t, sig, self.rng)
         states, accepted, idx = check_result(res, children)
         if self.record:
-            delta = np.linalg.norm(mu_t - mu_d, axis=1) / sig
-            node_rows.append((round_ids, np.full(y.shape[0], j), kk, delta, accepted, np.full(y.shape[0], Kj)))
+            sig_rows = np.broadcast_to(np.asarray(sig, dtype=float), (y.shape[0],))
+            delta = np.linalg.norm(mu_t - mu_d, axis=1) / sig_rows
+            mu_ratio = np.linalg.norm(mu_d, axis=1) / sig_rows
+            node_rows.append((round_ids, np.full(y.shape[0], j), kk, delta, accepted, np.full(y.shape[0], Kj),
+                              sig_rows.copy(), mu_ratio))
         return children, states, accepted, idx, mu_d
 
     def _ending(self, rows, j, depth_eff, accepted, children, y_new, v_node, child_velocity, out):

@@ -38,6 +38,9 @@ class NodeRecord:
     source : ndarray of str or None
         Drift source of the node's round (see :data:`DRIFT_SOURCES`); None in traces that
         do not record it.
+    sigma, mu_ratio : ndarray of float or None
+        The node's kernel scale ``sigma`` and ``||mu_draft|| / sigma`` (the regime a verifier met,
+        read by ``check_exactness(..., regime=run)``); None in traces that do not record them.
     """
 
     round_id: np.ndarray
@@ -47,6 +50,8 @@ class NodeRecord:
     accepted: np.ndarray
     K: np.ndarray
     source: np.ndarray | None = None
+    sigma: np.ndarray | None = None
+    mu_ratio: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

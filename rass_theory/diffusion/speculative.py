@@ -252,6 +252,7 @@ def _node_record(node_rows) -> NodeRecord:
     if not node_rows:
         empty = np.zeros(0, dtype=np.int64)
         return NodeRecord(empty, empty, empty, np.zeros(0), np.zeros(0, bool), empty, np.zeros(0, dtype=str))
-    cols = [np.concatenate([r[i] for r in node_rows]) for i in range(6)]
-    src = np.concatenate([np.asarray(r[6], dtype=object) for r in node_rows]).astype(str)
-    return NodeRecord(*cols, source=src)
+    # columns: round_id, depth, step, delta, accepted, K, sigma, mu_ratio, then the source
+    cols = [np.concatenate([r[i] for r in node_rows]) for i in range(8)]
+    src = np.concatenate([np.asarray(r[8], dtype=object) for r in node_rows]).astype(str)
+    return NodeRecord(*cols[:6], source=src, sigma=cols[6], mu_ratio=cols[7])

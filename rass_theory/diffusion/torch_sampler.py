@@ -489,6 +489,8 @@ def _node_record(trace, shape, src_names) -> NodeRecord:
         return NodeRecord(e, e, e, np.zeros(0), np.zeros(0, bool), e, np.zeros(0, dtype=str))
     recs = [r for _, _, _, records in trace for r in records]
     delta = torch.cat([r[0].double() for r in recs]).cpu().numpy()
+    sigma = torch.cat([r[3].double() for r in recs]).cpu().numpy()
+    mu_ratio = torch.cat([r[4].double() for r in recs]).cpu().numpy()
     flags = torch.cat([torch.stack([r[1], r[2]]) for r in recs], dim=1).cpu().numpy()
     cols = {k: [] for k in ("round_id", "depth", "step", "K", "source")}
     for round_ids, steps, sources, records in trace:
@@ -501,7 +503,8 @@ def _node_record(trace, shape, src_names) -> NodeRecord:
     c = {k: np.concatenate(v) for k, v in cols.items()}
     alive = flags[1].astype(bool)
     return NodeRecord(c["round_id"][alive], c["depth"][alive], c["step"][alive], delta[alive],
-                      flags[0][alive].astype(bool), c["K"][alive], source=c["source"][alive])
+                      flags[0][alive].astype(bool), c["K"][alive], source=c["source"][alive],
+                      sigma=sigma[alive], mu_ratio=mu_ratio[alive])
 
 
 class _TreeWalk:
@@ -569,7 +572,9 @@ class _TreeWalk:
             children = levels[j + 1][ar[:, None], child_ids]
             res = self.verifiers[Kj](children, mu_d, mu_t, sig, self.gen)
             states, accepted, cidx = _check_verifier_output(res, m, d, Kj, y, self.name)
-            records.append((torch.linalg.vector_norm(mu_t - mu_d, dim=1) / sig, accepted, alive))
+            sig_rows = torch.as_tensor(sig, dtype=mu_d.dtype, device=mu_d.device).expand(mu_d.shape[0])
+            records.append((torch.linalg.vector_norm(mu_t - mu_d, dim=1) / sig_rows, accepted, alive,
+                            sig_rows, torch.linalg.vector_norm(mu_d, dim=1) / sig_rows))
             if self.recorder is not None:
                 self.recorder.commit(rows, k + j + 1, alive, states, mu_d, j)
             y = torch.where(alive[:, None], states, y)

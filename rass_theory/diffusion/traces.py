@@ -20,6 +20,10 @@ _CLASS_OF = {"initial": "exact", "root": "exact", "leaf": "exact", "nearest": "n
              "model": "model"}
 
 
+def _optional_array(value):
+    return None if value is None else np.asarray(value, dtype=float)
+
+
 def source_class(source) -> np.ndarray:
     """Map drift sources (``results.DRIFT_SOURCES`` keys) to class indices into :data:`SOURCE_CLASSES`."""
     src = np.asarray(source).astype(str)
@@ -51,6 +55,10 @@ class DeltaTrace:
     target_calls : ndarray or None
         Measured calls per trajectory, when the trace comes from a run.
     verifier : str or None
+    sigma, mu_ratio : ndarray of float or None
+        Per verified node: the kernel scale and ``||mu_draft|| / sigma``, when the run recorded
+        them (``check_exactness(..., regime=trace)`` draws its rows' sigma and draft-mean norm
+        from them).
     """
 
     step: np.ndarray
@@ -65,6 +73,8 @@ class DeltaTrace:
     evaluate_leaves: bool = False
     target_calls: np.ndarray | None = None
     verifier: str | None = None
+    sigma: np.ndarray | None = None
+    mu_ratio: np.ndarray | None = None
 
     @classmethod
     def from_run(cls, run) -> DeltaTrace:
@@ -82,7 +92,9 @@ class DeltaTrace:
                    first_step=int(getattr(run, "first_step", 0)), widths=tuple(run.shape.widths),
                    prefetch=getattr(run, "prefetch", "parent"), draft=run.draft,
                    evaluate_leaves=bool(getattr(run, "evaluate_leaves", False)),
-                   target_calls=np.asarray(run.target_calls), verifier=run.verifier)
+                   target_calls=np.asarray(run.target_calls), verifier=run.verifier,
+                   sigma=_optional_array(getattr(nodes, "sigma", None)),
+                   mu_ratio=_optional_array(getattr(nodes, "mu_ratio", None)))
 
     @property
     def depth_recorded(self) -> int:
