@@ -56,6 +56,22 @@ def _training_note() -> str:
             f"{clf.get('held_out_accuracy', float('nan')):.3f}.")
 
 
+def _histogram_table(hist) -> Table:
+    """One row per (eps, depth, bin) of the saved delta histograms: the data behind ``mnist_deltas``."""
+    cols = {"eps": [], "tree": [], "depth": [], "bin_low": [], "bin_high": [], "count": []}
+    for eps in sorted(hist, key=float):
+        bins = np.asarray(hist[eps]["bins"], dtype=float)
+        for depth, counts in enumerate(hist[eps]["counts"]):
+            for b, c in enumerate(counts):
+                cols["eps"].append(float(eps))
+                cols["tree"].append(hist[eps].get("tree", ""))
+                cols["depth"].append(depth)
+                cols["bin_low"].append(bins[b])
+                cols["bin_high"].append(bins[b + 1])
+                cols["count"].append(int(c))
+    return Table(cols)
+
+
 def section_mnist(ctx: SectionContext):
     try:
         import matplotlib  # noqa: F401
@@ -101,13 +117,19 @@ def section_mnist(ctx: SectionContext):
                                           "diamonds: predicted from the arm's own delta trace."))
     if summary.get("delta_histograms"):
         blocks.append(ctx.save_figure("mnist_deltas", mplot.plot_mnist_delta_histograms(summary["delta_histograms"]),
+                                      data=ctx.save_data("mnist_deltas", _histogram_table(summary["delta_histograms"])),
                                       alt="delta histograms per depth",
                                       caption="Deltas met at each depth of the largest RASS tree run per eps "
                                               "(verification-matched)."))
     predicted = summary.get("cross_predicted_gains") or summary.get("predicted_gains")
     if predicted:
+        gain_cols = ("mode", "eps", "K", "L", "trace", "rass", "dgrs", "optimal_list", "rass_over_dgrs",
+                     "optimal_list_over_rass")
+        gain_data = ctx.save_data("mnist_gain", Table({c: [g.get(c, np.nan) for g in predicted] for c in gain_cols},
+                                                      meta={"what": "speedups predicted from the delta trace named "
+                                                                    "in 'trace' (diffusion.predict_speedup)"}))
         blocks.append(ctx.save_figure("mnist_gain", mplot.plot_mnist_predicted_gain(predicted, summary.get("gains", ())),
-                                      alt="predicted RASS over D-GRS gain",
+                                      data=gain_data, alt="predicted RASS over D-GRS gain",
                                       caption="RASS / D-GRS - 1 predicted for every tree of the protocol from the "
                                               "largest RASS run's delta trace per eps (`diffusion.predict_speedup`); "
                                               "points: measured ±1 SE."))
