@@ -116,8 +116,8 @@ class _RichProgress:
 @click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, dir_okay=True, writable=False),
               help="Destination directory (written atomically; an existing report there is replaced on success).")
-@click.option("--quick", is_flag=True, help="Reduced grids and sample sizes (about 31 s of CPU; 59 s wall measured on a "
-                                            "shared 2-core machine): previews and tests.")
+@click.option("--quick", is_flag=True, help="Reduced grids and sample sizes (18 s wall, 24 CPU-s, measured on a quiet "
+                                            "2-core machine): previews and tests.")
 @click.option("--K", "K", metavar="LIST", help="Children per node for the acceptance and tree figures, e.g. 1,2,4,8.")
 @click.option("--deltas", metavar="GRID", help="Delta grid: comma list or START:STOP:STEP (inclusive), e.g. 0:4:0.125.")
 @click.option("--weights-K", "weights_K", metavar="LIST", help="K values of the optimal-weights figure, e.g. 2,4,8.")
@@ -141,9 +141,10 @@ def report(out, quick, K, deltas, weights_K, n_samples, seed, gm_csv, formats, s
     Sections: exact acceptance of RMC, D-GRS, RASS and the threshold policy against the
     list-coupling bound; optimal rank weights; predicted speedup for draft trees; an exactness
     certificate of every built-in verifier with a p-value QQ plot; the harness's power; and
-    Gaussian-mixture speedups. With no option besides --out it runs on embedded defaults: about
-    128 s of CPU (301 s wall measured on a 2-core machine shared with other jobs, load average
-    10-13; bench/results/readme_figures.md). The first line printed is the cost model's estimate
+    Gaussian-mixture speedups, the learned digits model and the MNIST UNet. With no option besides
+    --out it runs on embedded defaults: 80 s wall, 103 CPU-s, measured on a quiet 2-core machine
+    (301 s wall when the machine ran other jobs at load average 10-13;
+    bench/results/readme_figures.md). The first line printed is the cost model's estimate
     per section (rass_theory.report.budget); --budget SECONDS refuses a report estimated above it.
     """
     from rich.console import Console
