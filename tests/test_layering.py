@@ -119,3 +119,96 @@ def test_top_level_import_is_light():
             "print(sorted(m for m in ('torch', 'dask', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", f"import rass_theory loaded heavy optional modules: {out}"
+
+
+# ---------------------------------------------------------------- module-level cycles
+#: Cycles between modules (imports at any site, function-level included) that exist today. The
+#: law-engine redesign (issue 22) is to remove them; the list may only shrink, and a new cycle or a
+#: cycle that grows fails ``test_no_new_module_cycles``.
+KNOWN_MODULE_CYCLES = [
+    {"rass_theory.verifiers._core", "rass_theory.verifiers._tensors"},
+    {"rass_theory.stats.certify", "rass_theory.stats.harness"},
+    {"rass_theory.diffusion.kernel", "rass_theory.diffusion.plain", "rass_theory.diffusion.speculative",
+     "rass_theory.diffusion.torch_sampler"},
+    {"rass_theory.report.budget", "rass_theory.report.builder", "rass_theory.report.learned",
+     "rass_theory.report.mnist", "rass_theory.report.sections"},
+]
+
+
+def _module_graph():
+    """``{module: {modules it imports}}`` over every module of the package, any import site."""
+    modules = {}
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT.parent).with_suffix("").parts
+        modules[".".join(rel[:-1] if rel[-1] == "__init__" else rel)] = path
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                out |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                for a in node.names:       # ``from pkg import submodule`` is an edge to the submodule
+                    out.add(f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target)
+        graph[name] = {t for t in out if t in modules and t != name}
+    return graph
+
+
+def strongly_connected(graph):
+    """The strongly connected components with more than one node (Tarjan), each a set."""
+    index, low, stack, on_stack, comps = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(comp)
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return comps
+
+
+def _new_cycles(comps, known):
+    return [sorted(c) for c in comps if not any(c <= k for k in known)]
+
+
+def test_cycle_detector_finds_a_cycle_it_is_shown():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert strongly_connected(graph) == [{"a", "b", "c"}]
+    assert _new_cycles(strongly_connected(graph), KNOWN_MODULE_CYCLES) == [["a", "b", "c"]]
+    assert _new_cycles(strongly_connected({"a": {"b"}, "b": set()}), []) == []
+
+
+def test_no_new_module_cycles():
+    new = _new_cycles(strongly_connected(_module_graph()), KNOWN_MODULE_CYCLES)
+    assert not new, f"new import cycles between modules (import a shared lower module instead): {new}"
+
+
+def test_known_module_cycles_still_exist():
+    """The allow-list only shrinks: drop an entry (or its modules) once the cycle is gone."""
+    comps = strongly_connected(_module_graph())
+    stale = [sorted(k) for k in KNOWN_MODULE_CYCLES if not any(k <= c for c in comps)]
+    assert not stale, f"remove these from KNOWN_MODULE_CYCLES, they are no longer cycles: {stale}"
