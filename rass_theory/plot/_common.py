@@ -77,3 +77,14 @@ def rass_acceptance(K: int, delta: float) -> float:
         return float(acceptance("rass", 1, delta))
     res = optimal_weights_cached(int(K), float(delta))
     return float(acceptance("rass", int(K), float(delta), weights=res.weights))
+
+
+def tile_images(images, n_side: int) -> np.ndarray:
+    """Tile ``n_side**2`` images of shape ``(h, w)`` into one mosaic with 1-pixel NaN gutters."""
+    images = np.asarray(images, dtype=float)
+    h, w = images.shape[1:]
+    out = np.full((n_side * (h + 1) - 1, n_side * (w + 1) - 1), np.nan)
+    for i, img in enumerate(images[: n_side * n_side]):
+        r, c = divmod(i, n_side)
+        out[r * (h + 1): r * (h + 1) + h, c * (w + 1): c * (w + 1) + w] = img
+    return out

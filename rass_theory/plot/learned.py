@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from .._validation import check_positive_int
-from ._common import Progress
+from ._common import Progress, tile_images
 from .exactness import derive_seed
 from .style import new_figure, style_context
 from .table import Table
@@ -137,12 +137,7 @@ def snapped_threshold_prediction(run, policy, K=None, L=None) -> float:
 def _mosaic(samples, n_side):
     from ..models.digits import to_pixels
 
-    x = to_pixels(np.asarray(samples, dtype=float)[: n_side * n_side]).reshape(-1, 8, 8)
-    out = np.full((n_side * 9 - 1, n_side * 9 - 1), np.nan)
-    for i, img in enumerate(x):
-        r, c = divmod(i, n_side)
-        out[r * 9: r * 9 + 8, c * 9: c * 9 + 8] = img
-    return out
+    return tile_images(to_pixels(np.asarray(samples, dtype=float)[: n_side * n_side]).reshape(-1, 8, 8), n_side)
 
 
 def plot_sample_grids(panels, *, n_side: int = 8):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._common import tile_images
 from .style import RULE_STYLE, new_figure, style_context
 
 __all__ = ["mnist_mosaic", "plot_mnist_samples", "plot_mnist_speedups", "plot_mnist_delta_histograms",
@@ -24,12 +25,7 @@ def mnist_mosaic(samples, n_side: int):
         raise ValueError(f"samples must have shape (n, 784), got {x.shape}")
     if x.shape[0] < n_side * n_side:
         raise ValueError(f"a {n_side} x {n_side} mosaic needs {n_side * n_side} samples, got {x.shape[0]}")
-    x = to_pixels(x[: n_side * n_side]).reshape(-1, 28, 28)
-    out = np.full((n_side * 29 - 1, n_side * 29 - 1), np.nan)
-    for i, img in enumerate(x):
-        r, c = divmod(i, n_side)
-        out[r * 29: r * 29 + 28, c * 29: c * 29 + 28] = img
-    return out
+    return tile_images(to_pixels(x[: n_side * n_side]).reshape(-1, 28, 28), n_side)
 
 
 def plot_mnist_samples(panels, *, n_side: int = 4):
