@@ -9,10 +9,11 @@ back.
 from __future__ import annotations
 
 import math
-from importlib import resources
 
 import torch
 from torch import nn
+
+from .shipped import load_weights_blob
 
 __all__ = ["DigitsVelocityNet", "digits_flow", "to_pixels", "from_pixels", "load_digits_split",
            "WEIGHTS_FILE", "PIXEL_SCALE"]
@@ -98,12 +99,7 @@ def load_digits_split(test_fraction: float = 0.2, seed: int = 0):
 
 def load_weights(path=None):
     """``(config, state_dict)`` from the shipped file (or ``path``), with ``weights_only=True``."""
-    if path is None:
-        ref = resources.files("rass_theory.models") / "data" / WEIGHTS_FILE
-        with resources.as_file(ref) as p:
-            blob = torch.load(p, map_location="cpu", weights_only=True)
-    else:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+    blob = load_weights_blob(WEIGHTS_FILE, path, made_by="bench/train_digits.py")
     return blob["config"], blob["state_dict"]
 
 

@@ -9,7 +9,6 @@ Inception network plays in FID).
 from __future__ import annotations
 
 import copy
-from importlib import resources
 
 import numpy as np
 import torch
@@ -17,6 +16,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .init import init_parameters_
+from .shipped import load_weights_blob
 
 __all__ = ["MnistClassifier", "train_classifier", "mnist_classifier", "CLASSIFIER_FILE"]
 
@@ -84,15 +84,7 @@ def mnist_classifier(path=None) -> MnistClassifier:
     ValueError
         If the file's tensors do not fit the architecture.
     """
-    if path is None:
-        ref = resources.files("rass_theory.models") / "data" / CLASSIFIER_FILE
-        if not ref.is_file():
-            raise FileNotFoundError(f"the shipped classifier {CLASSIFIER_FILE} is missing from "
-                                    "rass_theory/models/data; train it with bench/train_mnist.py --classifier")
-        with resources.as_file(ref) as p:
-            blob = torch.load(p, map_location="cpu", weights_only=True)
-    else:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+    blob = load_weights_blob(CLASSIFIER_FILE, path, made_by="bench/train_mnist.py --classifier")
     net = MnistClassifier(int(blob["config"]["n_features"]))
     try:
         net.load_state_dict(blob["state_dict"], strict=True)

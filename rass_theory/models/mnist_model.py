@@ -8,13 +8,13 @@
 from __future__ import annotations
 
 import math
-from importlib import resources
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from .mnist_data import MNIST_SHAPE
+from .shipped import load_weights_blob
 
 __all__ = ["MnistUNet", "mnist_unet", "load_unet_weights", "WEIGHTS_FILE", "WeightsMismatchError"]
 
@@ -113,15 +113,7 @@ class MnistUNet(nn.Module):
 
 def load_unet_weights(path=None):
     """``(config, state_dict)`` from the shipped file (or ``path``), with ``weights_only=True``."""
-    if path is None:
-        ref = resources.files("rass_theory.models") / "data" / WEIGHTS_FILE
-        if not ref.is_file():
-            raise FileNotFoundError(f"the shipped weights {WEIGHTS_FILE} are missing from rass_theory/models/data; "
-                                    "train them with bench/train_mnist.py")
-        with resources.as_file(ref) as p:
-            blob = torch.load(p, map_location="cpu", weights_only=True)
-    else:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+    blob = load_weights_blob(WEIGHTS_FILE, path, made_by="bench/train_mnist.py")
     if not isinstance(blob, dict) or "config" not in blob or "state_dict" not in blob:
         raise WeightsMismatchError(f"weights file {path or WEIGHTS_FILE} must hold a dict with 'config' and "
                                    "'state_dict' (as written by bench/train_mnist.py)")
