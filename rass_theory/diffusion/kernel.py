@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from ._checks import check_target
 from .schedule import ChurnSchedule
 
 __all__ = ["PlainKernel", "plain_kernel", "is_tensor"]
@@ -28,14 +29,6 @@ def is_tensor(x) -> bool:
 def _is_torch_model(target) -> bool:
     adapters = sys.modules.get("rass_theory.models.adapters")
     return adapters is not None and isinstance(target, adapters.VelocityModel)
-
-
-def check_target(target):
-    """The target must expose ``dim`` and ``velocity(x, s)`` (a GaussianMixture or a torch model does)."""
-    if not (hasattr(target, "velocity") and hasattr(target, "dim")):
-        raise TypeError(f"target must have .dim and .velocity(x, s) (e.g. a GaussianMixture), "
-                        f"got {type(target).__name__}")
-    return target
 
 
 class PlainKernel:
@@ -185,7 +178,7 @@ class PlainKernel:
         if self.backend == "torch":
             return self.target
         if self._torch_target is None:
-            from .torch_sampler import as_torch_target
+            from .torch_target import as_torch_target
 
             self._torch_target = as_torch_target(self.target)
         return self._torch_target

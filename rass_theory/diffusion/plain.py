@@ -4,27 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_generator, check_positive_int
-from .kernel import check_target, plain_kernel
+from ._checks import BACKENDS, check_backend, check_bool, check_target
+from .kernel import plain_kernel
 from .trajectories import PlainSampleResult, TrajectoryRecorder
 
 __all__ = ["plain_sample", "check_target", "check_backend", "check_bool", "BACKENDS"]
-
-BACKENDS = ("numpy", "torch")
-
-
-def check_backend(backend) -> str:
-    """Validate a sampler backend name (``"numpy"`` or ``"torch"``)."""
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-    return backend
-
-
-def check_bool(value, name: str) -> bool:
-    """Validate a flag: a Python or NumPy bool."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {value!r}")
-    return bool(value)
-
 
 def plain_sample(target, n_samples: int, n_steps: int = 30, churn: float = 0.06, rng=None,
                  *, kind: str = "sde", protocol: str = "default", chunk_size: int = 4096,

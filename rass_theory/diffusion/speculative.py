@@ -13,10 +13,10 @@ import time
 import numpy as np
 
 from .._validation import as_generator, check_positive_int
+from ._checks import PREFETCH_MODES, check_backend, check_bool, check_target, unfinished_rows
 from ._contract import resolve_verifier, verifier_name
 from ._walk import RoundWalker
 from .kernel import plain_kernel
-from .plain import check_backend, check_bool, check_target
 from .results import NodeRecord, RoundRecord, SpeculativeResult, speedup_estimate
 from .trajectories import TrajectoryRecorder
 from .trees import TreeShape
@@ -25,8 +25,6 @@ __all__ = ["PREFETCH_MODES", "NodeRecord", "RoundRecord", "SpeculativeResult", "
 
 _DRAFT_MODES = ("frozen",)
 _EXPANSIONS = ("lazy", "full")
-#: how the next round's frozen draft velocity is chosen (P9 section 3)
-PREFETCH_MODES = ("nearest", "parent", "none")
 
 
 def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_steps: int = 30,
@@ -171,7 +169,7 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
     round_rows: list = []
     node_rows: list = []
     round_counter = 0
-    for active in _unfinished_rows(step, stop):
+    for active in unfinished_rows(step, stop):
         root_call = np.zeros(active.size, dtype=bool)
         if prefetch == "none" and draft_model is None:
             root_call = ~root_exact[active]
@@ -221,19 +219,6 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
         evaluate_leaves=bool(evaluate_leaves), first_step=k0,
         trajectories=traj[0], draft_means=traj[1], depths=traj[2],
     )
-
-
-def _unfinished_rows(step, stop):
-    """Yield, once per round, the trajectories whose ``step`` is still below ``stop``.
-
-    ``step`` is read afresh before each round (the caller advances it in place); the iteration
-    ends when every trajectory has reached ``stop``.
-    """
-    while True:
-        active = np.flatnonzero(step < stop)
-        if active.size == 0:
-            return
-        yield active
 
 
 def _check_draft(draft, target):

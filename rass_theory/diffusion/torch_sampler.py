@@ -18,9 +18,9 @@ import torch
 from .._validation import as_generator, check_positive_int
 from ._contract import THRESHOLD_GRID, verifier_name
 from .kernel import plain_kernel
-from .plain import check_bool, check_target
+from ._checks import PREFETCH_MODES, check_bool, unfinished_rows
 from .results import NodeRecord, RoundRecord, SpeculativeResult, speedup_estimate
-from .speculative import PREFETCH_MODES, _unfinished_rows
+from .torch_target import as_torch_target
 from .trajectories import PlainSampleResult
 from .trees import TreeShape
 
@@ -34,20 +34,6 @@ _INITIAL, _ROOT, _LEAF, _NEAREST, _PARENT = range(5)
 # ---------------------------------------------------------------------------------------------
 # targets, generators, verifiers
 # ---------------------------------------------------------------------------------------------
-
-def as_torch_target(target):
-    """The target as a torch velocity model; a NumPy Gaussian mixture is wrapped (float64, host).
-
-    Anything with ``dim`` and ``velocity(x, s)`` on tensors is returned unchanged.
-    """
-    from .mixture import GaussianMixture
-
-    if isinstance(target, GaussianMixture):
-        from ..models.adapters import from_gaussian_mixture
-
-        return from_gaussian_mixture(target)
-    return check_target(target)
-
 
 def _device_dtype(target, device, dtype):
     dev = torch.device(device) if device is not None else getattr(target, "device", None)
@@ -424,7 +410,7 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
 
     round_rows, trace = [], []
     round_counter = 0
-    for active in _unfinished_rows(step, stop):
+    for active in unfinished_rows(step, stop):
         root_call = np.zeros(active.size, dtype=bool)
         if prefetch == "none":
             root_call = ~root_exact[active]
