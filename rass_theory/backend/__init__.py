@@ -5,13 +5,18 @@ The POT pattern (``ot.backend``): a kernel asks the inputs for their namespace,
 namespace holds only the operations the kernels of :mod:`rass_theory.verifiers.kernels` need,
 with one meaning on both back ends:
 
-- float64 math: ``log``, ``log_ndtr``, ``ndtri``, ``logsumexp``, ``where``, ``minimum``,
-  ``cumsum``, ``count_true``;
+- float64 math: ``log``, ``exp``, ``expm1``, ``log1p``, ``sqrt``, ``abs``, ``logaddexp``,
+  ``isfinite``, ``log_ndtr``, ``ndtr``, ``ndtri``, ``erfcx``, ``logsumexp``, ``where``,
+  ``minimum``, ``maximum``, ``clip``, ``cumsum``, ``count_true``, ``sort``;
+- one bracketed root finder, ``find_root(fun, a, b, args=...)``: NumPy through
+  :func:`scipy.optimize.elementwise.find_root` (per-element convergence), torch with fixed
+  iteration counts (bisection, then Illinois steps) and no host synchronisation;
 - indexing: ``argsort`` (stable), ``take_along`` (``x[i, idx[i]]``), ``take_rows`` (copies of
-  ``children[i, idx[i]]``, bit for bit), ``rows_where`` (the indices of a mask, or ``None`` on
-  an accelerator, where reading them would synchronise the device with the host), ``add_rows``,
-  ``copy``, ``cast``, ``is_float32``;
-- creation: ``zeros_index``, ``index_constant``, ``arange``, ``constant``;
+  ``children[i, idx[i]]``, bit for bit), ``gather`` (``x[i, idx[i, j]]``), ``first_true``,
+  ``count_below``, ``rows_where`` and ``unique_rows`` (the indices of a mask / the distinct rows,
+  or ``None`` on an accelerator, where reading them would synchronise the device with the
+  host), ``add_rows``, ``copy``, ``cast``, ``is_float32``, ``concat``, ``stack``;
+- creation: ``zeros_index``, ``index_constant``, ``arange``, ``constant``, ``full``, ``linspace``;
 - projection: ``project`` (``<children[i, k], e[i]>`` in float64), ``rowdot``;
 - randomness: ``normal``, ``uniform`` (NumPy: ``Generator.random``, in ``[0, 1)``; torch:
   ``1 - rand``, in ``(0, 1]``; both are exact uniforms for every decision the kernels make).

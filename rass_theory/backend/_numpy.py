@@ -4,6 +4,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+_EPS = float(np.finfo(np.float64).eps)
+#: values of a root finder's function are clipped here (only the sign matters far from a root)
+_CLIP = 1e3
+
 
 class NumpyBackend:
     """Array operations of the verifier kernels on NumPy arrays (float64 math)."""
@@ -13,9 +17,23 @@ class NumpyBackend:
 
     # -- elementwise -----------------------------------------------------------------------
     log = staticmethod(np.log)
+    exp = staticmethod(np.exp)
+    expm1 = staticmethod(np.expm1)
+    log1p = staticmethod(np.log1p)
+    sqrt = staticmethod(np.sqrt)
+    abs = staticmethod(np.abs)
+    logaddexp = staticmethod(np.logaddexp)
+    isfinite = staticmethod(np.isfinite)
     minimum = staticmethod(np.minimum)
+    maximum = staticmethod(np.maximum)
     log_ndtr = staticmethod(special.log_ndtr)
+    ndtr = staticmethod(special.ndtr)
     ndtri = staticmethod(special.ndtri)
+    erfcx = staticmethod(special.erfcx)
+
+    @staticmethod
+    def clip(x, lo=None, hi=None):
+        return np.clip(x, lo, hi)
 
     @staticmethod
     def where(cond, a, b):
@@ -69,6 +87,109 @@ class NumpyBackend:
     @staticmethod
     def copy(x):
         return x.copy()
+
+    @staticmethod
+    def gather(x, idx):
+        """``x[i, idx[i, j]]`` for ``x (n, m)`` and ``idx (n, c)``."""
+        return np.take_along_axis(x, idx, axis=1)
+
+    @staticmethod
+    def first_true(mask, count: int):
+        """Column indices of up to ``count`` True entries per row of ``mask (n, m)``, ascending.
+
+        Rows with fewer True entries are padded with indices of False entries (check the mask
+        at the returned indices).
+        """
+        count = min(int(count), mask.shape[1])
+        if count == mask.shape[1]:
+            return np.broadcast_to(np.arange(count), (mask.shape[0], count)).copy()
+        # a stable sort on ~mask puts the True columns first, in column order
+        idx = np.argsort(~mask, axis=1, kind="stable")[:, :count]
+        return np.sort(idx, axis=1)
+
+    @staticmethod
+    def count_below(sorted_rows, values):
+        """``#{j : sorted_rows[i, j] < values[i]}`` per row (``sorted_rows`` ascending per row)."""
+        return np.count_nonzero(sorted_rows < values[:, None], axis=1)
+
+    @staticmethod
+    def sort(x, axis: int = -1):
+        return np.sort(x, axis=axis)
+
+    @staticmethod
+    def concat(arrays, axis: int = 0):
+        return np.concatenate(arrays, axis=axis)
+
+    @staticmethod
+    def stack(arrays, axis: int = 0):
+        return np.stack(arrays, axis=axis)
+
+    @staticmethod
+    def unique_rows(keys):
+        """``(first, inverse)``: one representative row index per distinct row of ``keys (n, c)``
+        and each row's group; ``None`` where reading values would synchronise a device."""
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        return first, inverse.reshape(-1)
+
+    @staticmethod
+    def linspace(lo: float, hi: float, m: int, like):
+        return np.linspace(lo, hi, m)
+
+    @staticmethod
+    def full(shape, value, like):
+        return np.full(shape, value, dtype=np.float64)
+
+    @staticmethod
+    def find_root(fun, a, b, *, args=(), xrtol: float = 4 * _EPS, xatol: float | None = None,
+                  maxiter: int = 200):
+        """Roots of ``fun`` in brackets ``[a, b]`` (``fun(a)``, ``fun(b)`` of opposite signs).
+
+        Parameters
+        ----------
+        fun : callable
+            Elementwise ``fun(x, *args) -> array`` of ``x``'s shape; NaN is read as 0 and values
+            are clipped to ``[-1e3, 1e3]`` (only the sign matters far from a root, and an
+            infinite value would stop the iteration).
+        a, b : ndarray
+            Bracket ends (same shape; ``a <= b``).
+        args : tuple of ndarray
+            Extra per-element arrays of ``a``'s shape (e.g. row indices).
+        xrtol, xatol : float
+            Tolerances on the root (defaults ``4 eps`` each: the final bracket is
+            ``<= 8 eps (1 + |x|)`` wide).
+        maxiter : int
+
+        Returns
+        -------
+        ndarray
+            The roots; where the bracket is invalid (one sign after clipping, or ``a == b``)
+            the end with the smaller ``|fun|``.
+
+        Notes
+        -----
+        :func:`scipy.optimize.elementwise.find_root` (Chandrupatla's method: inverse quadratic
+        interpolation safeguarded by bisection, per element, converged elements dropped).
+        """
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        if a.size == 0:
+            return a.copy()
+        # imported on first use: scipy.optimize costs ~1 s to import
+        from scipy.optimize.elementwise import find_root
+
+        def clipped(x, *extra):
+            v = np.asarray(fun(x, *extra), dtype=np.float64)
+            return np.clip(np.where(np.isnan(v), 0.0, v), -_CLIP, _CLIP)
+
+        tol = dict(xrtol=xrtol, xatol=4 * _EPS if xatol is None else xatol, fatol=0.0, frtol=0.0)
+        res = find_root(clipped, (a, np.maximum(b, a)), args=args, tolerances=tol, maxiter=maxiter)
+        x = np.asarray(res.x, dtype=np.float64)
+        bad = ~np.isfinite(x)
+        if np.any(bad):
+            lo, hi = res.bracket
+            fl, fh = res.f_bracket
+            x = np.where(bad, np.where(np.abs(fl) <= np.abs(fh), lo, hi), x)
+        return x
 
     @staticmethod
     def cast(x, dtype):

@@ -16,8 +16,25 @@ class TorchBackend:
     float64 = torch.float64
 
     log = staticmethod(torch.log)
+    exp = staticmethod(torch.exp)
+    expm1 = staticmethod(torch.expm1)
+    log1p = staticmethod(torch.log1p)
+    sqrt = staticmethod(torch.sqrt)
+    abs = staticmethod(torch.abs)
+    logaddexp = staticmethod(torch.logaddexp)
+    isfinite = staticmethod(torch.isfinite)
     log_ndtr = staticmethod(torch.special.log_ndtr)
+    ndtr = staticmethod(torch.special.ndtr)
     ndtri = staticmethod(torch.special.ndtri)
+    erfcx = staticmethod(torch.special.erfcx)
+
+    @staticmethod
+    def maximum(a, b):
+        return torch.clamp(a, min=b) if not isinstance(b, torch.Tensor) else torch.maximum(a, b)
+
+    @staticmethod
+    def clip(x, lo=None, hi=None):
+        return torch.clamp(x, min=lo, max=hi)
 
     @staticmethod
     def minimum(a, b):
@@ -68,6 +85,94 @@ class TorchBackend:
     @staticmethod
     def copy(x):
         return x.clone()
+
+    @staticmethod
+    def gather(x, idx):
+        return x.gather(1, idx)
+
+    @staticmethod
+    def first_true(mask, count: int):
+        """Column indices of up to ``count`` True entries per row, ascending (no host sync)."""
+        count = min(int(count), mask.shape[1])
+        m = mask.shape[1]
+        col = torch.arange(m, device=mask.device)
+        # True columns keep their index, False ones are pushed past m; the smallest `count` win
+        key = torch.where(mask, col, col + m)
+        idx = torch.topk(key, count, dim=1, largest=False, sorted=True).indices
+        return torch.sort(idx, dim=1).values
+
+    @staticmethod
+    def count_below(sorted_rows, values):
+        return (sorted_rows < values[:, None]).sum(dim=1)
+
+    @staticmethod
+    def sort(x, axis: int = -1):
+        return torch.sort(x, dim=axis).values
+
+    @staticmethod
+    def concat(arrays, axis: int = 0):
+        return torch.cat(arrays, dim=axis)
+
+    @staticmethod
+    def stack(arrays, axis: int = 0):
+        return torch.stack(arrays, dim=axis)
+
+    @staticmethod
+    def unique_rows(keys):
+        """``(first, inverse)`` per distinct row on the CPU; ``None`` on an accelerator (a sync)."""
+        if keys.device.type != "cpu":
+            return None
+        _, inverse = torch.unique(keys, dim=0, return_inverse=True)
+        n_groups = int(inverse.max()) + 1 if inverse.numel() else 0
+        first = torch.full((n_groups,), keys.shape[0], dtype=torch.int64)
+        first.scatter_reduce_(0, inverse, torch.arange(keys.shape[0]), reduce="amin")
+        return first, inverse
+
+    @staticmethod
+    def linspace(lo: float, hi: float, m: int, like):
+        return torch.linspace(lo, hi, m, dtype=torch.float64, device=like.device)
+
+    @staticmethod
+    def full(shape, value, like):
+        return torch.full(shape, value, dtype=torch.float64, device=like.device)
+
+    @staticmethod
+    def find_root(fun, a, b, *, args=(), xrtol=None, xatol=None, maxiter=None,
+                  bisections: int = 8, steps: int = 24):
+        """Roots of ``fun`` in brackets ``[a, b]`` with fixed iteration counts (no host sync).
+
+        ``bisections`` bisection steps, then ``steps`` Illinois (modified regula falsi) steps,
+        each kept strictly inside the current bracket (a step that leaves it, or lands on a
+        non-finite value, is replaced by bisection).  Values are clipped as on NumPy
+        (:meth:`rass_theory.backend.NumpyBackend.find_root`); ``xrtol``, ``xatol`` and
+        ``maxiter`` are accepted for a common signature (the iteration counts are fixed).
+        Returns the iterate with the smaller ``|fun|`` of the final bracket.
+        """
+        def f(x):
+            v = fun(x, *args)
+            return torch.clamp(torch.nan_to_num(v, nan=0.0), -1e3, 1e3)
+
+        a = a.to(torch.float64)
+        b = torch.maximum(b.to(torch.float64), a)
+        fa, fb = f(a), f(b)
+        for _ in range(bisections):
+            mid = 0.5 * (a + b)
+            fm = f(mid)
+            left = (fm > 0) == (fa > 0)               # same sign as at a: the root is right of mid
+            a, fa = torch.where(left, mid, a), torch.where(left, fm, fa)
+            b, fb = torch.where(left, b, mid), torch.where(left, fb, fm)
+        for _ in range(steps):
+            denom = fb - fa
+            x = b - fb * (b - a) / torch.where(denom == 0, torch.ones_like(denom), denom)
+            lo, hi = torch.minimum(a, b), torch.maximum(a, b)
+            inside = torch.isfinite(x) & (x > lo) & (x < hi) & (denom != 0)
+            x = torch.where(inside, x, 0.5 * (a + b))
+            x = torch.where(fb == 0, b, x)
+            fx = f(x)
+            flip = (fx > 0) != (fb > 0)
+            a, fa = torch.where(flip, b, a), torch.where(flip, fb, 0.5 * fa)
+            b, fb = x, fx
+        return torch.where(torch.abs(fa) < torch.abs(fb), a, b)
 
     @staticmethod
     def cast(x, dtype):
