@@ -128,8 +128,6 @@ def test_top_level_import_is_light():
 KNOWN_MODULE_CYCLES = [
     {"rass_theory.verifiers._core", "rass_theory.verifiers._tensors"},
     {"rass_theory.stats.certify", "rass_theory.stats.harness"},
-    {"rass_theory.report.budget", "rass_theory.report.builder", "rass_theory.report.learned",
-     "rass_theory.report.mnist", "rass_theory.report.sections"},
 ]
 
 

@@ -7,7 +7,7 @@ from importlib import resources
 import numpy as np
 
 from ..plot.table import Table
-from .builder import SectionContext, SectionUnavailable
+from .context import SectionContext, SectionUnavailable
 from .document import Paragraph, TableBlock
 
 __all__ = ["section_learned", "learned_plan", "learned_arms"]

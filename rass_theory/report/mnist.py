@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..plot.table import Table
-from .builder import SectionContext, SectionUnavailable
+from .context import SectionContext, SectionUnavailable
 from .document import Paragraph, TableBlock
 
 __all__ = ["section_mnist", "summary_path", "load_summary"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..plot.table import concat
-from .builder import SectionContext, SectionUnavailable, unavailable_from
+from .context import SectionContext, SectionUnavailable, unavailable_from
 from .document import Note, Paragraph, TableBlock
 from .learned import section_learned
 from .mnist import section_mnist
