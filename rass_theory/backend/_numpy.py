@@ -31,6 +31,19 @@ class NumpyBackend:
     ndtri = staticmethod(special.ndtri)
     erfcx = staticmethod(special.erfcx)
 
+    erf = staticmethod(special.erf)
+    erfc = staticmethod(special.erfc)
+
+    @staticmethod
+    def maybe_any(mask) -> bool:
+        """``mask.any()`` read on the host (an accelerator answers True without reading)."""
+        return bool(np.any(mask))
+
+    @staticmethod
+    def zeros_like(x):
+        """Float64 zeros of ``x``'s shape, placed like ``x``."""
+        return np.zeros_like(x, dtype=np.float64)
+
     @staticmethod
     def clip(x, lo=None, hi=None):
         return np.clip(x, lo, hi)

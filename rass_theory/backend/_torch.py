@@ -32,6 +32,19 @@ class TorchBackend:
     def maximum(a, b):
         return torch.clamp(a, min=b) if not isinstance(b, torch.Tensor) else torch.maximum(a, b)
 
+    erf = staticmethod(torch.special.erf)
+    erfc = staticmethod(torch.special.erfc)
+
+    @staticmethod
+    def maybe_any(mask) -> bool:
+        """``mask.any()`` read on the CPU; True on an accelerator (reading it would synchronise)."""
+        return bool(mask.any()) if mask.device.type == "cpu" else True
+
+    @staticmethod
+    def zeros_like(x):
+        """Float64 zeros of ``x``'s shape, placed like ``x``."""
+        return torch.zeros_like(x, dtype=torch.float64)
+
     @staticmethod
     def clip(x, lo=None, hi=None):
         return torch.clamp(x, min=lo, max=hi)
@@ -146,7 +159,8 @@ class TorchBackend:
         non-finite value, is replaced by bisection).  Values are clipped as on NumPy
         (:meth:`rass_theory.backend.NumpyBackend.find_root`); ``xrtol``, ``xatol`` and
         ``maxiter`` are accepted for a common signature (the iteration counts are fixed).
-        Returns the iterate with the smaller ``|fun|`` of the final bracket.
+        Returns the iterate with the smaller ``|fun|`` of the final bracket; where the bracket
+        is invalid (one sign, or ``a == b``) the end with the smaller ``|fun|``.
         """
         def f(x):
             v = fun(x, *args)
@@ -155,6 +169,9 @@ class TorchBackend:
         a = a.to(torch.float64)
         b = torch.maximum(b.to(torch.float64), a)
         fa, fb = f(a), f(b)
+        # an invalid bracket (one sign, or a == b): the end with the smaller |fun|, as on NumPy
+        fallback = torch.where(torch.abs(fa) <= torch.abs(fb), a, b)
+        valid = ((fa > 0) != (fb > 0)) | (fa == 0) | (fb == 0)
         for _ in range(bisections):
             mid = 0.5 * (a + b)
             fm = f(mid)
@@ -172,7 +189,7 @@ class TorchBackend:
             flip = (fx > 0) != (fb > 0)
             a, fa = torch.where(flip, b, a), torch.where(flip, fb, 0.5 * fa)
             b, fb = x, fx
-        return torch.where(torch.abs(fa) < torch.abs(fb), a, b)
+        return torch.where(valid, torch.where(torch.abs(fa) < torch.abs(fb), a, b), fallback)
 
     @staticmethod
     def cast(x, dtype):

@@ -1,0 +1,80 @@
+"""Tests for rass_theory.exact.laws: the one law engine (NumPy and torch) and nx.find_root."""
+import numpy as np
+import pytest
+from scipy import special
+
+from rass_theory.backend import NUMPY, get_backend
+from rass_theory.exact import batch, laws
+from rass_theory.exact import order_stats as ost
+
+torch = pytest.importorskip("torch")
+
+
+def _rows(rng, n, K):
+    return rng.dirichlet(np.ones(K), size=n), np.exp(rng.uniform(np.log(0.05), np.log(3.0), n))
+
+
+class TestFindRoot:
+    def test_numpy_and_torch_agree_to_rounding(self):
+        k = np.array([0.5, 2.0, 3.0, 1e4])
+        a, b = np.zeros(4), np.full(4, 10.0)
+        x_np = NUMPY.find_root(lambda x, c: np.exp(x) - 1.0 - c, a, b, args=(k,))
+        tnx = get_backend(torch.zeros(1))
+        x_t = tnx.find_root(lambda x, c: torch.exp(x) - 1.0 - c, torch.tensor(a), torch.tensor(b),
+                            args=(torch.tensor(k),)).numpy()
+        np.testing.assert_allclose(x_np, np.log1p(k), rtol=4e-16, atol=0)
+        np.testing.assert_allclose(x_t, np.log1p(k), rtol=1e-15, atol=0)
+
+    def test_invalid_bracket_returns_the_better_end(self):
+        x = NUMPY.find_root(lambda x: x + 5.0, np.array([0.0]), np.array([1.0]))
+        assert x[0] == 0.0
+        tnx = get_backend(torch.zeros(1))
+        assert tnx.find_root(lambda x: x + 5.0, torch.zeros(1), torch.ones(1))[0] == 0.0
+
+
+class TestRankLaw:
+    @pytest.mark.parametrize("K", [1, 2, 5])
+    def test_matches_batch_laws_on_both_backends(self, K, rng):
+        W, d = _rows(rng, 40, K)
+        s = rng.uniform(-12.0, 14.0, (40, 1))
+        ref_lr = (batch.selected_logpdf(W, d, s[:, 0]) + 0.5 * s[:, 0] ** 2 + 0.5 * np.log(2 * np.pi))[:, None]
+        ref_ce = ost.mixture_cdf_excess(W, s)
+        for arr in (np.asarray, torch.tensor):
+            law = laws.rank_law(arr(W))
+            lr = np.asarray(law.log_ratio(arr(s)))
+            ce = np.asarray(law.cdf_excess(arr(s)))
+            np.testing.assert_allclose(lr, ref_lr, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(ce, ref_ce, rtol=1e-10, atol=1e-16)
+
+    def test_grid_form_equals_pointwise_form(self, rng):
+        W, _ = _rows(rng, 30, 4)
+        grid = np.linspace(-11.5, 14.5, 300)
+        law = laws.rank_law(W)
+        np.testing.assert_allclose(law.log_ratio_grid(grid), law.log_ratio(np.broadcast_to(grid, (30, 300))),
+                                   rtol=1e-13, atol=1e-13)
+
+    def test_threshold_law_at_infinite_threshold_is_rass(self, rng):
+        W, _ = _rows(rng, 20, 3)
+        s = rng.uniform(-8.0, 8.0, (20, 5))
+        a, b = laws.rank_law(W), laws.threshold_law(W, np.full(20, np.inf))
+        np.testing.assert_allclose(b.log_ratio(s), a.log_ratio(s), rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(b.cdf_excess(s), a.cdf_excess(s), rtol=1e-12, atol=1e-16)
+
+
+class TestSample:
+    @pytest.mark.parametrize("K", [2, 4, 8])
+    def test_same_uniforms_same_draws_as_the_per_row_sampler(self, K, rng):
+        W, d = _rows(rng, 400, K)
+        u = rng.random(400)
+        new = laws.sample(laws.rank_law(W), d, u)
+        np.testing.assert_allclose(new, batch.sample_residual(W, d, u), rtol=0, atol=1e-11)
+        new_t = laws.sample(laws.rank_law(torch.tensor(W)), torch.tensor(d), torch.tensor(u)).numpy()
+        np.testing.assert_allclose(new_t, new, rtol=0, atol=1e-11)
+
+    def test_shared_law_groups_rows_and_matches(self, rng):
+        w = np.array([0.05, 0.15, 0.3, 0.5])
+        d = rng.choice([0.3, 1.0, 2.5], 600)
+        u = rng.random(600)
+        new = laws.sample(laws.rank_law(w), d, u)
+        np.testing.assert_allclose(new, batch.sample_residual(w, d, u), rtol=0, atol=1e-11)
+        assert np.all(np.diff(new[d == 1.0][np.argsort(u[d == 1.0])]) >= 0)     # monotone in u
