@@ -469,55 +469,72 @@ def _edges(n_bins: int, dim: int):
 class EdgeBinner:
     """Exact ``searchsorted(edges, x, side="right")`` for sorted ``edges`` in a few vector operations.
 
-    A uniform grid of cells of width ``h <= min gap / 2`` covers ``[edges[0] - 2h, edges[-1] + 2h]``;
-    ``table[c]`` is the bin of cell ``c``'s left end.  A value ``x`` whose computed cell ``c`` is off
-    by at most one from its true cell lies within ``2h <= min gap`` of that left end, so at most one
-    edge lies between them, and one comparison on each side (``x < edges[b - 1]``,
-    ``x >= edges[b]``) gives the exact bin.  About 6x faster than ``searchsorted`` for 4096 bins and
-    2x faster than ``floor(Phi(x) B)``; the result is identical to ``searchsorted``
-    (``tests/stats/test_streaming.py``).  Values must be finite or infinite, not NaN.
+    A uniform grid of cells of width ``h = min gap / CELLS_PER_GAP`` (coarser if that would exceed
+    ``MAX_CELLS`` cells, but never wider than ``min gap / 4``) covers ``[edges[0] - 4h, edges[-1] +
+    4h]``; values beyond it are clipped into the end cells.  The computed cell ``c`` of a value is
+    within one cell of its true cell (the rounding of ``x / h`` is far below one cell), so the value
+    lies in ``[left(c) - h, left(c) + 2h]``.  ``table[c]`` is the bin of ``left(c)`` where that range
+    holds no edge (then it is every such value's bin), and ``-(bin + 1)`` where it holds one (at most
+    one, as ``3h < min gap``): those values, about ``3 / CELLS_PER_GAP`` of them, are corrected by one
+    comparison on each side (``x < edges[b - 1]``, ``x >= edges[b]``).  Five passes per value (scale,
+    clip, cast, look-up, sign test); about 3x faster than the two-comparison form on every value and
+    15x faster than ``searchsorted`` for 256 bins; the result is identical to ``searchsorted``
+    (``tests/stats/test_binner.py``).  Values must be finite or infinite, not NaN.
     """
 
     MAX_CELLS = 1 << 18
-    BLOCK = 1 << 15
+    CELLS_PER_GAP = 64
+    BLOCK = 1 << 16
 
     def __init__(self, edges):
         edges = np.asarray(edges, dtype=np.float64)
         self.edges = edges
         self.ext = np.concatenate([[-np.inf], edges, [np.inf]])
+        self.table = None                          # no table: plain searchsorted
         if edges.size < 2:
-            self.table = None
             return
         gap = float(np.min(np.diff(edges)))
         span = float(edges[-1] - edges[0])
-        h = gap / 2.0
-        if not gap > 0 or span / h > self.MAX_CELLS:
-            self.table = None                      # too fine a grid: plain searchsorted
+        if not gap > 0:
             return
-        self.lo = float(edges[0]) - 2 * h
-        self.inv_h = 1.0 / h
-        self.n_cells = int(math.ceil((span + 4 * h) * self.inv_h)) + 1
-        left = self.lo + np.arange(self.n_cells + 1) * h
-        self.table = np.searchsorted(edges, left, side="right").astype(np.int32)
+        h = max(gap / self.CELLS_PER_GAP, (span + gap) / self.MAX_CELLS)
+        if h > gap / 4.0:
+            return
+        lo = float(edges[0]) - 4.0 * h
+        n_cells = int(math.ceil((span + 8.0 * h) / h)) + 1
+        left = lo + np.arange(n_cells) * h
+        table = np.searchsorted(edges, left, side="right").astype(np.intp)
+        near = np.searchsorted(edges, left + 2.0 * h, side="right") > np.searchsorted(edges, left - h, side="left")
+        table[near] = -table[near] - 1
+        self.table, self.inv_h, self.offset, self.n_cells = table, 1.0 / h, -lo / h, n_cells
 
-    def bin(self, x) -> np.ndarray:
-        """Bin index ``0..len(edges)`` of every value (``intp``)."""
+    def bin(self, x, out=None) -> np.ndarray:
+        """Bin index ``0..len(edges)`` of every value (``intp``, the shape of ``x``; into ``out`` if given)."""
         x = np.asarray(x, dtype=np.float64)
         if self.table is None:
             return np.searchsorted(self.edges, x, side="right")
         flat = x.reshape(-1)
-        out = np.empty(flat.size, np.intp)
+        res = np.empty(flat.size, np.intp) if out is None else out.reshape(-1)
+        m = min(self.BLOCK, flat.size)
+        c, ci = np.empty(m), np.empty(m, np.intp)
+        top = float(self.n_cells - 1)
         for a in range(0, flat.size, self.BLOCK):   # blocks that stay in cache
             xb = flat[a:a + self.BLOCK]
-            c = xb - self.lo
-            c *= self.inv_h
-            np.clip(c, 0.0, float(self.n_cells), out=c)
-            b = self.table[c.astype(np.int32)]
-            b -= xb < self.ext[b]
-            b += xb >= self.ext[b + 1]
-            np.minimum(b, self.edges.size, out=b)     # x = +inf passes the last test
-            out[a:a + b.size] = b
-        return out.reshape(x.shape)
+            k = xb.size
+            cb, cib, rb = c[:k], ci[:k], res[a:a + k]
+            np.multiply(xb, self.inv_h, out=cb)
+            cb += self.offset
+            np.clip(cb, 0.0, top, out=cb)
+            cib[...] = cb
+            np.take(self.table, cib, out=rb)
+            near = np.flatnonzero(rb < 0)
+            if near.size:
+                b = -rb[near] - 1
+                v = xb[near]
+                b -= v < self.ext[b]
+                b += v >= self.ext[b + 1]
+                rb[near] = b
+        return res.reshape(x.shape)
 
 
 @functools.lru_cache(maxsize=64)

@@ -85,6 +85,84 @@ def sequence_sums(node, frame, first, second, ok) -> tuple:
     return int(idx.size), sums
 
 
+#: Rows per block of the row pass: the standardised states, their projections and the
+#: cross-covariance terms of one block stay in cache (about 64k float64 values).
+ROW_BLOCK_VALUES = 1 << 16
+
+
+def _row_pass(node, frame, states, valid, out) -> tuple:
+    """One blocked pass over the rows: the per-row statistics and the whole-state sums.
+
+    Returns ``(t, r, dirs, diag)`` (``t = <e, y>``, ``r = ||y||^2 - t^2``, the test directions'
+    projections ``(n_directions, n)`` and ``<w, y>``; zero on invalid rows, whose ``y`` is 0) and
+    adds, over the valid rows, the projection histograms ``proj_counts`` (``<u_k, y>`` binned into
+    :data:`N_PROJECTION_BINS` PIT bins, one ``bincount`` over ``bin + k * N_PROJECTION_BINS``) and
+    the cross-covariance sums ``xcov_sums`` / ``xcov_matrix`` into ``out``.  The standardised
+    states ``y = (x - mu_target) / sigma`` exist one block at a time, so no ``(n, dim)`` float64
+    temporary is made; every row's values are those of the unblocked formulas (the sums over rows
+    differ only in their order).
+    """
+    n, d = valid.shape[0], node.dim
+    nd = node.n_directions
+    t, r = np.zeros(n), np.zeros(n)
+    dirs = np.zeros((nd, n))
+    U = node.projections.T                        # (d, P)
+    P = U.shape[1]
+    NB = N_PROJECTION_BINS
+    binner = _binner(NB, 0)
+    proj_offsets = np.arange(P, dtype=np.intp) * NB
+    proj_counts = np.zeros(P * NB, np.int64)
+    basis = node.xcov_basis                       # (k, d) orthonormal rows
+    identity = basis.shape[0] == d and np.array_equal(basis, np.eye(d))
+    k = basis.shape[0]
+    xs, xm = np.zeros((2, k)), np.zeros((2, k, k))
+    w_sum = np.zeros(2)
+    norms = frame._norms() if nd else None
+    if nd:
+        A = frame.anchors.T                       # (d, nd)
+    states = np.asarray(states)
+    all_valid = bool(valid.all())
+    rows = max(256, ROW_BLOCK_VALUES // max(d, P))
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        ok = valid[a:b]
+        st = states[a:b]
+        if not all_valid:
+            st = np.where(ok[:, None], st, frame.mu_draft[a:b] if frame.mu_target is None else frame.mu_target[a:b])
+        y = frame.take(slice(a, b)).standardise(st)
+        if not all_valid:
+            y[~ok] = 0.0
+        e = frame.e[a:b]
+        tb = np.einsum("nd,nd->n", y, e)
+        t[a:b] = tb
+        r[a:b] = np.maximum(np.einsum("nd,nd->n", y, y) - tb * tb, 0.0)
+        if nd:
+            dirs[:, a:b] = ((y @ A - frame.ea[a:b] * tb[:, None]) / norms[a:b]).T
+        if not all_valid:
+            y, e, tb = y[ok], e[ok], tb[ok]
+        pb = binner.bin(y @ U)
+        pb += proj_offsets
+        proj_counts += np.bincount(pb.reshape(-1), minlength=P * NB)
+        # cross-covariance of t (and t^2 - 1) with P z_perp, and its exact covariance given the t's
+        if identity:
+            pe = e
+            pz = y - tb[:, None] * e
+        else:
+            pe = e @ basis.T
+            pz = y @ basis.T - tb[:, None] * pe
+        t2 = tb * tb
+        for q, (c, w) in enumerate(((tb, t2), (t2 - 1.0, (t2 - 1.0) ** 2))):
+            xs[q] += c @ pz
+            w_sum[q] += w.sum()
+            xm[q] -= (pe * w[:, None]).T @ pe
+    out["proj_counts"] += proj_counts.reshape(P, NB)
+    out["xcov_sums"] += xs
+    for q in range(2):
+        out["xcov_matrix"][q] = w_sum[q] * np.eye(k) + xm[q]
+    diag = (t + dirs[0]) / math.sqrt(2.0) if nd else np.zeros(n)
+    return t, r, dirs, diag
+
+
 def counts_from_rows(node, frame, states, valid, accepted, group, violations, messages=(), keep=0,
                      calls=(), sequence=None) -> ExactnessCounts:
     """Counts of one chunk.
@@ -114,18 +192,10 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     n, d = valid.shape[0], node.dim
     B, J = node.n_bins, node.n_joint_bins
     out = {k: np.zeros(shape, dt) for k, (shape, dt) in _field_shapes(node).items()}
-    if valid.all():
-        y = frame.standardise(states)
-    else:
-        y = frame.standardise(np.where(valid[:, None], states, frame.mu_draft if frame.mu_target is None
-                                       else frame.mu_target))
-        y[~valid] = 0.0
-    t = np.einsum("nd,nd->n", y, frame.e)
-    r = np.maximum(np.einsum("nd,nd->n", y, y) - t * t, 0.0)   # ||z_perp||^2 = ||y||^2 - t^2
-    dirs, diag = frame.directions(y, t)
+    t, r, dirs, diag = _row_pass(node, frame, states, valid, out)
     vi = np.flatnonzero(valid)
     if vi.size == n:
-        vi = slice(None)   # every row valid: views instead of fancy-index copies of (n, d) arrays
+        vi = slice(None)   # every row valid: views instead of fancy-index copies
     n_ok = int(valid.sum())
 
     s_bin = node.bin_normal(t[vi])
@@ -148,12 +218,6 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
                 bins["dir0"] = np.zeros(n, np.int64)
                 bins["dir0"][vi] = b
         out["diag_counts"] += np.bincount(node.bin_normal(diag[vi]), minlength=B)
-
-    # fixed ambient projections <u_k, y>
-    P = node.projections.shape[0]
-    pb = _binner(N_PROJECTION_BINS, 0).bin(y[vi] @ node.projections.T)
-    out["proj_counts"] += np.bincount((pb + np.arange(P) * N_PROJECTION_BINS).ravel(),
-                                      minlength=P * N_PROJECTION_BINS).reshape(P, N_PROJECTION_BINS)
 
     # far tails, over all valid rows and over the large-delta ones
     r_tail = dict(zip((4.0, 5.0), _r_tail_edges(d)))
@@ -178,18 +242,9 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     out["group_rows"] += np.bincount(g, minlength=G)
     out["group_accepted"] += np.bincount(g[accepted[vi]], minlength=G)
 
-    # cross-covariance of t (and t^2 - 1) with P z_perp, and its exact covariance given the t's
-    P = node.xcov_basis
-    tv = t[vi]
-    pe = frame.e[vi] @ P.T
-    pz = y[vi] @ P.T - tv[:, None] * pe
-    t2 = tv * tv
-    for q, (a, w) in enumerate(((tv, t2), (t2 - 1.0, (t2 - 1.0) ** 2))):
-        out["xcov_sums"][q] = a @ pz
-        out["xcov_matrix"][q] = w.sum() * np.eye(P.shape[0]) - (pe * w[:, None]).T @ pe
-
     # within-call repeats and row-pair dependence
     rate = pair_repeat_rate()
+    pits = {}
     for a, b in calls:
         c = min(b, a + REPEAT_ROWS)           # the first REPEAT_ROWS rows of the call (a sort each)
         ok = valid[a:c]
@@ -209,7 +264,9 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
             for q, name in enumerate(INDEP_STATS):
                 if name not in bins:
                     continue
-                u = (bins[name] + 0.5) / B - 0.5
+                if name not in pits:
+                    pits[name] = (bins[name] + 0.5) / B - 0.5
+                u = pits[name]
                 out["indep_sums"][p, q] += float(np.sum((u[i0:i0 + cnt] * u[j0:j0 + cnt])[both]))
 
     if sequence is not None:
@@ -217,7 +274,8 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
         out["seq_sums"][:] = sequence[1]
 
     keep = int(min(max(keep, 0), n))
-    subsample = np.array(y[:keep][valid[:keep]], dtype=np.float64).reshape(-1, d)
+    head = np.flatnonzero(valid[:keep])
+    subsample = frame.take(head).standardise(np.asarray(states)[head]).reshape(-1, d)
     n_accepted = int(np.count_nonzero(accepted[vi]))
     out["violations"] = np.asarray(violations, dtype=np.int64).reshape(len(VIOLATION_KINDS)).copy()
     return ExactnessCounts(n, n_ok, n_accepted, out, subsample, tuple(messages))
