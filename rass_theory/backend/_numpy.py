@@ -45,6 +45,11 @@ class NumpyBackend:
         return np.zeros_like(x, dtype=np.float64)
 
     @staticmethod
+    def host_max(x):
+        """``max(x)`` as a Python float (``None`` where reading it would synchronise a device)."""
+        return float(np.max(x))
+
+    @staticmethod
     def clip(x, lo=None, hi=None):
         return np.clip(x, lo, hi)
 

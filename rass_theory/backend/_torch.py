@@ -46,6 +46,11 @@ class TorchBackend:
         return torch.zeros_like(x, dtype=torch.float64)
 
     @staticmethod
+    def host_max(x):
+        """``max(x)`` as a Python float on the CPU; ``None`` on an accelerator (a sync)."""
+        return float(x.max()) if x.device.type == "cpu" else None
+
+    @staticmethod
     def clip(x, lo=None, hi=None):
         return torch.clamp(x, min=lo, max=hi)
 
@@ -172,6 +177,9 @@ class TorchBackend:
         # an invalid bracket (one sign, or a == b): the end with the smaller |fun|, as on NumPy
         fallback = torch.where(torch.abs(fa) <= torch.abs(fb), a, b)
         valid = ((fa > 0) != (fb > 0)) | (fa == 0) | (fb == 0)
+        # an exact zero at an end: collapse the bracket onto it
+        b, fb = torch.where(fa == 0, a, b), torch.where(fa == 0, fa, fb)
+        a, fa = torch.where(fb == 0, b, a), torch.where(fb == 0, fb, fa)
         for _ in range(bisections):
             mid = 0.5 * (a + b)
             fm = f(mid)

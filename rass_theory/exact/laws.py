@@ -341,17 +341,30 @@ def _grid_crossings(law, delta, whi):
     r = delta.shape[0]
     L = half_width(K)
     sp = grid_spacing(K)
-    hi = float(whi.max()) if nx.name == "numpy" or whi.device.type == "cpu" else None
-    if hi is None:                                          # accelerator: no read of max(delta)
-        raise ValueError("the grid scan needs the window on the host; use a law with crossings")
-    m = int(math.ceil((hi + L) / sp)) + 1
-    grid = nx.linspace(-L, hi, m, delta)
-    lr = law.log_ratio_grid(grid) if hasattr(law, "log_ratio_grid") else law.log_ratio(grid[None, :] + nx.zeros_like(delta)[:, None])
+    hi = nx.host_max(whi)
+    if hi is not None:                 # one grid on absolute s shared by every row
+        m = int(math.ceil((hi + L) / sp)) + 1
+        grid = nx.linspace(-L, hi, m, delta)
+        lr = law.log_ratio_grid(grid) if hasattr(law, "log_ratio_grid") else \
+            law.log_ratio(grid[None, :] + nx.zeros_like(delta)[:, None])
+        s2 = grid[None, :]
+
+        def pick(idx):
+            return grid[idx]
+    else:                              # accelerator: a per-row grid of a fixed size (no host read)
+        top = math.sqrt(2.0 * math.log(max(K, 2)))
+        m = int(math.ceil((2.0 * L + max(top, 4.0)) / sp)) + 1
+        frac = nx.linspace(0.0, 1.0, m, delta)
+        s2 = -L + (whi + L)[:, None] * frac[None, :]
+        lr = law.log_ratio(s2)
+
+        def pick(idx):
+            return nx.gather(s2, idx)
     d = delta[:, None]
-    h = d * grid[None, :] - 0.5 * d * d - lr
-    h = nx.where(h != h, nx.zeros_like(h) + 1.0, h)                 # NaN (both densities 0): positive
+    h = d * s2 - 0.5 * d * d - lr
+    h = nx.where(h != h, nx.zeros_like(h) + 1.0, h)       # NaN (both densities 0): positive
     pos = h > 0
-    inside = grid[None, :-1] < whi[:, None]                # cells whose left end is in the window
+    inside = s2[:, :-1] < whi[:, None]                     # cells whose left end is in the window
     change = (pos[:, 1:] != pos[:, :-1]) & inside
     ah = nx.abs(h)
     dip = (pos[:, 1:-1] == pos[:, :-2]) & (pos[:, 1:-1] == pos[:, 2:]) & (ah[:, 1:-1] < ah[:, :-2]) \
@@ -364,10 +377,9 @@ def _grid_crossings(law, delta, whi):
     is_dip = nx.gather(dip, cell) & valid
     is_change = valid & ~is_dip
     rows = nx.arange(r, delta)[:, None] + 0 * cell
-    s = grid
-    a = s[cell]
-    b = s[cell + 1]
-    a_prev = s[nx.maximum(cell - 1, 0)]
+    a = pick(cell)
+    b = pick(cell + 1)
+    a_prev = pick(nx.maximum(cell - 1, 0))
     flat = (lambda x: x.reshape(-1))
     hfun = _h_rows(law, delta, nx)
     rows_f = flat(rows)
@@ -495,3 +507,184 @@ def sample(law, delta, u):
         rows = nx.arange(min(n, start + RESIDUAL_BLOCK) - start, delta) + start
         parts.append(_sample_block(law.take(rows), delta[rows], u[rows]))
     return nx.concat(parts, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# D-GRS: one level recursion for the per-child acceptance and the final residual
+
+#: below this delta the levels are their delta -> 0 limit, ``P_k = delta p_k`` (relative error
+#: O(delta), far below rounding); this keeps subnormal deltas away from the recursion
+TINY_DELTA = 1e-100
+#: the series of :func:`centered_mass` is used when ``2 h max(1, |m|) < SERIES_WIDTH``
+SERIES_WIDTH = 0.1
+_SERIES_TERMS = 6
+#: the final residual's bracket ends this far beyond ``max(c_K, delta)``
+_DGRS_SPAN = 12.0
+
+
+@functools.lru_cache(maxsize=None)
+def limit_levels(K: int) -> tuple:
+    """``delta -> 0`` limit of the D-GRS levels: ``(t_k, p_k)`` for ``k = 1..K``, Python floats.
+
+    ``t_k = lim c_k`` and ``p_k = lim P_k / delta``: ``p_k = phi(t_k) - t_k Q(t_k)`` with
+    ``t_1 = 0`` and ``t_{k+1} = t_k + p_k`` (``proofs/P3-dgrs-closed-form.md``).
+    """
+    ts, ps = [], []
+    t = 0.0
+    for _ in range(K):
+        p = _INV_SQRT_2PI * math.exp(-0.5 * t * t) - t * 0.5 * math.erfc(t * _SQRT1_2)
+        ts.append(t)
+        ps.append(p)
+        t += p
+    return tuple(ts), tuple(ps)
+
+
+def centered_mass(nx, m, h):
+    """``Phi(m + h) - Phi(m - h)`` with relative accuracy, from the midpoint and half-width.
+
+    Notes
+    -----
+    Where ``2 h max(1, |m|) < 0.1``: the Hermite series
+    ``2 phi(m) sum_j He_{2j}(m) h^(2j+1) / (2j+1)!`` with six terms (omitted tail below
+    ``1e-20`` relative, ``P3.6``); elsewhere a difference of ``erfc`` upper tails, lower tails or
+    ``erf`` values, whichever does not cancel.  Passing ``(m, h)`` avoids the rounding of
+    ``b - a`` for tiny ``h``.
+    """
+    a, b = m - h, m + h
+    upper = 0.5 * (nx.erfc(a * _SQRT1_2) - nx.erfc(b * _SQRT1_2))
+    lower = 0.5 * (nx.erfc(-b * _SQRT1_2) - nx.erfc(-a * _SQRT1_2))
+    middle = 0.5 * (nx.erf(b * _SQRT1_2) - nx.erf(a * _SQRT1_2))
+    closed = nx.where(a >= 0.0, upper, nx.where(b <= 0.0, lower, middle))
+    series_ok = 2.0 * h * nx.maximum(nx.abs(m), 1.0) < SERIES_WIDTH
+    ms = nx.where(series_ok, m, nx.zeros_like(m))
+    he_even, he_odd = nx.zeros_like(ms) + 1.0, ms
+    coef = h + nx.zeros_like(ms)
+    total = coef
+    h2 = h * h
+    for j in range(1, _SERIES_TERMS):
+        n = 2 * j
+        he_even = ms * he_odd - (n - 1) * he_even
+        coef = coef * h2 / (n * (n + 1))
+        total = total + he_even * coef
+        he_odd = ms * he_even - n * he_odd
+    series = 2.0 * _INV_SQRT_2PI * nx.exp(-0.5 * ms * ms) * total
+    return nx.where(series_ok, series, closed)
+
+
+class DGRSLaw:
+    """The D-GRS residual levels of every row, computed once (one recursion, both back ends).
+
+    Parameters
+    ----------
+    K : int
+        Number of children.
+    delta : array (r,)
+        Per-row displacement, ``>= 0`` (rows below :data:`TINY_DELTA` use the limit forms).
+
+    Attributes
+    ----------
+    c, P, T : arrays (r, K + 1)
+        Crossing ``c_k`` (``c_0 = -inf``), rejection probability ``P_k = Z_1 ... Z_k``
+        (``P_0 = 1``) and ``T_k = P_1 + ... + P_{k-1}`` (``T_0 = -1``, so ``S_0 = 1 + T_0 = 0``).
+
+    Notes
+    -----
+    ``P_k r_k = (f - S_k phi)_+`` on ``[c_k, inf)``, ``c_k = delta/2 + log1p(T_k)/delta``,
+    ``P_1 = erf(delta / (2 sqrt 2))`` and ``P_k = [Phi(c_k) - Phi(c_k - delta)] - T_k Q(c_k)``
+    (:func:`centered_mass`, relative accuracy as ``delta -> 0``); ``proofs/P3-dgrs-closed-form.md``.
+    Child ``k`` is accepted w.p. ``min(1, (expm1(delta (s - delta/2)) - T_{k-1}) / P_{k-1})``
+    and the last residual ``r_K`` has survival function
+    ``([Phi(s) - Phi(s - delta)] - T_K Q(s)) / P_K`` for ``s >= c_K`` (its one crossing is
+    ``c_K``, in closed form), inverted by ``nx.find_root``.
+    """
+
+    def __init__(self, K: int, delta, _levels=None):
+        self.nx = get_backend(delta)
+        nx = self.nx
+        self.K = int(K)
+        self.delta = nx.cast(delta, nx.float64)
+        if _levels is not None:
+            self.c, self.P, self.T = _levels
+            return
+        d0 = self.delta
+        tiny = d0 < TINY_DELTA
+        d = nx.where(tiny, nx.zeros_like(d0) + 1.0, d0)
+        half = 0.5 * d
+        P = nx.erf(half * _SQRT1_2)
+        c = half
+        T = nx.zeros_like(d)
+        ts, ps = limit_levels(self.K)
+        cs, Ps, Ts = [c], [P], [T]
+        for _ in range(1, self.K):
+            T = T + P
+            m = nx.log1p(T) / d
+            c = half + m
+            p_new = centered_mass(nx, m, half) - T * 0.5 * nx.erfc(c * _SQRT1_2)
+            P = nx.minimum(nx.maximum(p_new, 0.0), P)
+            cs.append(c)
+            Ps.append(P)
+            Ts.append(T)
+        acc = 0.0
+        for k in range(self.K):
+            cs[k] = nx.where(tiny, ts[k] + 0.5 * d0, cs[k])
+            Ps[k] = nx.where(tiny, ps[k] * d0, Ps[k])
+            Ts[k] = nx.where(tiny, acc * d0, Ts[k])
+            acc += ps[k]
+        ones = nx.zeros_like(d0) + 1.0
+        self.c = nx.stack([ones * -math.inf] + cs, 1)
+        self.P = nx.stack([ones] + Ps, 1)
+        self.T = nx.stack([-ones] + Ts, 1)
+
+    def take(self, rows) -> "DGRSLaw":
+        """The levels of ``rows``."""
+        return DGRSLaw(self.K, self.delta[rows], (self.c[rows], self.P[rows], self.T[rows]))
+
+    def accept(self, k: int, s):
+        """``min(1, r_{k-1}(s) / phi(s))`` for child ``k`` (1-based, ``k <= K + 1``), per row."""
+        nx, d = self.nx, self.delta
+        x = d * (s - 0.5 * d)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            if k == 1:
+                ratio = nx.exp(nx.minimum(x, 0.0))
+            else:
+                ratio = (nx.expm1(x) - self.T[:, k - 1]) / self.P[:, k - 1]
+                ts, ps = limit_levels(k - 1)
+                ratio = nx.where(d < TINY_DELTA, (s - 0.5 * d - ts[-1]) / ps[-1], ratio)
+        ratio = nx.where(ratio != ratio, nx.zeros_like(ratio), ratio)   # inf - inf far left
+        return nx.clip(ratio, 0.0, 1.0)
+
+    def final_sf(self, s, level: int | None = None):
+        """Survival function ``int_s^inf r_k`` of the residual at ``level`` (default ``K``)."""
+        nx, d0 = self.nx, self.delta
+        k = self.K if level is None else int(level)
+        tiny = d0 < TINY_DELTA
+        d = nx.where(tiny, nx.zeros_like(d0) + 1.0, d0)
+        c, P, T = self.c[:, k], self.P[:, k], self.T[:, k]
+        x = nx.maximum(s, c)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            sf = (centered_mass(nx, x - 0.5 * d, 0.5 * d) - T * 0.5 * nx.erfc(x * _SQRT1_2)) / P
+            ts, ps = limit_levels(max(k, 1))
+            xt = x - 0.5 * d0
+            sf_tiny = (_INV_SQRT_2PI * nx.exp(-0.5 * xt * xt) - ts[-1] * 0.5 * nx.erfc(xt * _SQRT1_2)) / ps[-1]
+        sf = nx.where(tiny, sf_tiny, sf)
+        return nx.where(s <= c, nx.zeros_like(s) + 1.0, nx.clip(sf, 0.0, 1.0))
+
+    def sample(self, u, level: int | None = None):
+        """Inverse-CDF draws from ``r_k`` (default ``k = K``): the ``s`` with ``sf(s) = 1 - u``.
+
+        ``u`` in ``[0, 1)``; ``u = 0`` gives ``c_k``.  The bracket is
+        ``[c_k, max(c_k, delta) + 12]`` (beyond it ``sf <= Phi(-12)``-sized, below the smallest
+        ``1 - u``), solved by ``nx.find_root``.
+        """
+        nx = self.nx
+        k = self.K if level is None else int(level)
+        y = 1.0 - nx.cast(u, nx.float64)
+        c = self.c[:, k]
+        lo = c
+        hi = nx.maximum(c, self.delta) + _DGRS_SPAN
+        rows = nx.arange(self.delta.shape[0], self.delta)
+
+        def excess(x, j):
+            return self.take(j).final_sf(x, k) - y[j]
+
+        return nx.find_root(excess, lo, hi, args=(rows,))

@@ -9,11 +9,12 @@ of small functions of ``(batch, ...)`` that do all array work through the batch'
 rule; a wrong verifier (:mod:`rass_theory.mutants`) is the same composition with one piece
 swapped, so every mutant built that way runs on both back ends.
 
-The one piece with two implementations is the law a residual is drawn from: NumPy draws it from
-the exact engine's tables (:mod:`rass_theory.exact.residual_tables`, scipy root finding to
-``8 eps (1 + |x|)``), torch from the device sampler (:mod:`rass_theory.exact.torch_laws`,
-fixed-iteration root finding, no host synchronisation).  :func:`laws` picks the module; both
-have the same function names and meanings, and ``tests/torch/test_math.py`` compares them.
+Every law a residual is drawn from is the one law engine :mod:`rass_theory.exact.laws`,
+written once against the namespace: :class:`~rass_theory.exact.laws.RankLaw` (RASS and the
+threshold policy) with its sampler :func:`~rass_theory.exact.laws.sample`, and
+:class:`~rass_theory.exact.laws.DGRSLaw` (the D-GRS levels, computed once per batch).  Only the
+root finder differs between back ends (``nx.find_root``: scipy on NumPy, fixed iterations and
+no host synchronisation on torch); ``tests/torch/test_math.py`` compares the two.
 
 Proofs: rank selection and the ratio ``proofs/P2-rass-exactness.md`` and
 ``proofs/P7-selected-law.md``; D-GRS ``proofs/P3-dgrs-closed-form.md``; RMC
@@ -28,21 +29,64 @@ from typing import Callable
 
 import numpy as np
 
+from ..exact import laws as _engine
 from ._core import NodeBatch, finish
 
-__all__ = ["laws", "draw_rank", "select_rank", "target_ratio", "log_rank_ratio", "log_target_ratio", "accept", "RankPieces",
-           "rank_pieces", "rank_kernel", "rmc_kernel", "dgrs_kernel", "keep_orthogonal"]
+__all__ = ["laws", "rank_residual", "single_draft_residual", "dgrs_levels", "dgrs_final", "draw_rank", "select_rank", "target_ratio", "log_rank_ratio", "log_target_ratio", "accept", "RankPieces",
+           "rank_pieces", "threshold_pieces", "select_threshold", "rank_kernel", "rmc_kernel", "dgrs_kernel", "keep_orthogonal"]
+
+
+def rank_residual(weights, delta, u):
+    """Draws from ``(f - g_w)_+ / TV`` per row for rank weights ``(K,)`` or ``(n, K)``
+    (:func:`rass_theory.exact.laws.sample` of the rank law)."""
+    return _engine.sample(_engine.rank_law(weights), delta, u)
+
+
+def single_draft_residual(delta, u):
+    """Draws from ``(f - phi)_+ / TV``: the ``K = 1`` residual (D-GRS level 1)."""
+    return _engine.DGRSLaw(1, delta).sample(u)
+
+
+def dgrs_levels(K: int, delta):
+    """The D-GRS levels of every row, :class:`rass_theory.exact.laws.DGRSLaw` (computed once)."""
+    return _engine.DGRSLaw(K, delta)
+
+
+def dgrs_final(K: int, delta, u, levels=None):
+    """Draws from the last D-GRS residual ``r_K`` per row (``levels`` reused when they fit)."""
+    if levels is None or levels.K < K:
+        levels = _engine.DGRSLaw(K, delta)
+    return levels.sample(u, K)
+
+
+class _Engine:
+    """The law pieces by their former per-back-end names, all on :mod:`rass_theory.exact.laws`."""
+
+    rank_residual = staticmethod(rank_residual)
+    single_draft_residual = staticmethod(single_draft_residual)
+    dgrs_final = staticmethod(dgrs_final)
+
+    @staticmethod
+    def dgrs_row_levels(K, delta):
+        return dgrs_levels(K, delta)
+
+    @staticmethod
+    def take_levels(levels, rows):
+        return None if levels is None else levels.take(rows)
+
+    @staticmethod
+    def dgrs_accept(k, delta, s, levels):
+        if levels is None:
+            levels = _engine.DGRSLaw(k, delta)
+        return levels.accept(k, s)
+
+
+_ENGINE = _Engine()
 
 
 def laws(nx):
-    """The law module of a back end: :mod:`.exact.residual_tables` (NumPy) or :mod:`.exact.torch_laws`."""
-    if nx.name == "torch":
-        from ..exact import torch_laws
-
-        return torch_laws
-    from ..exact import residual_tables
-
-    return residual_tables
+    """The law pieces (the same object for every back end: one engine, :mod:`rass_theory.exact.laws`)."""
+    return _ENGINE
 
 
 # ----------------------------------------------------------------------------------------------
@@ -152,23 +196,45 @@ class RankPieces:
         return replace(self, **pieces)
 
 
-def rank_pieces(weights, **residual_options) -> RankPieces:
-    """The pieces of RASS with rank weights ``(K,)`` or ``(n, K)`` (arrays of the batch's back end)."""
+def select_threshold(nx, s, weights, t, u):
+    """The threshold policy's selection: the top child if its ``s >= t`` (per row), else a rank
+    ``~ w`` (:func:`select_rank`); returns the drafting-order index."""
+    rank_child, order = select_rank(nx, s, weights, u)
+    top = order[:, -1]
+    return nx.where(nx.take_along(s, top) >= t, top, rank_child)
+
+
+def rank_pieces(weights, t=None) -> RankPieces:
+    """The pieces of a rank rule: RASS with rank weights ``(K,)`` or ``(n, K)`` or, with a per-row
+    threshold ``t (n,)``, the threshold-rank policy (arrays of the batch's back end).
+
+    The selected-law ratio and the residual are :class:`rass_theory.exact.laws.RankLaw` and
+    :func:`rass_theory.exact.laws.sample` (for RASS the ratio is :func:`log_rank_ratio`).
+    """
+    law = _engine.RankLaw(weights, t)
 
     def select(batch, u):
-        return select_rank(batch.nx, batch.s, weights, u)[0]
+        if t is None:
+            return select_rank(batch.nx, batch.s, weights, u)[0]
+        return select_threshold(batch.nx, batch.s, weights, t, u)
 
     def ratio(batch, s_sel):
-        return log_rank_ratio(batch.nx, weights, s_sel)
+        if t is None:
+            return log_rank_ratio(batch.nx, weights, s_sel)
+        return law.log_ratio(s_sel[:, None])[:, 0]
 
     def residual(batch, rows, u):
-        w, delta = weights, batch.delta_safe
-        if rows is not None:
-            w = weights[rows] if weights.ndim == 2 else weights
-            delta, u = delta[rows], u[rows]
-        return laws(batch.nx).rank_residual(w, delta, u, **residual_options)
+        delta = batch.delta_safe
+        if rows is None:
+            return _engine.sample(law, delta, u)
+        return _engine.sample(law.take(rows), delta[rows], u[rows])
 
     return RankPieces(select, ratio, residual)
+
+
+def threshold_pieces(weights, t) -> RankPieces:
+    """The pieces of the threshold-rank policy, :func:`rank_pieces` with a threshold ``t (n,)``."""
+    return rank_pieces(weights, t)
 
 
 def rank_kernel(batch: NodeBatch, u, pieces: RankPieces):
@@ -235,9 +301,8 @@ def dgrs_kernel(batch: NodeBatch, u, *, order=None, level=None, final=None):
     Where indexing is free (NumPy, torch on the CPU) only the still-open rows are evaluated.
     """
     nx, K = batch.nx, batch.K
-    law = laws(nx)
     delta = batch.delta_safe
-    levels = law.dgrs_row_levels(K, delta)
+    levels = dgrs_levels(K, delta)
     accepted = nx.copy(batch.degenerate)
     chosen = nx.zeros_index(batch.n, batch.s)
     for k in range(K):
@@ -246,21 +311,21 @@ def dgrs_kernel(batch: NodeBatch, u, *, order=None, level=None, final=None):
         s_k = batch.s[:, k] if order is None else nx.take_along(batch.s, child)
         rows = nx.rows_where(~accepted)
         if rows is None:                                       # accelerator: every row, merged
-            take = ~accepted & (u[:, k] < law.dgrs_accept(j, delta, s_k, levels))
+            take = ~accepted & (u[:, k] < levels.accept(j, s_k))
             chosen = nx.where(take, child, chosen)
             accepted = accepted | take
             continue
         if rows.shape[0] == 0:
             break
-        p = law.dgrs_accept(j, delta[rows], s_k[rows], law.take_levels(levels, rows))
+        p = levels.take(rows).accept(j, s_k[rows])
         hit = rows[u[rows, k] < p]
         accepted[hit] = True
         chosen[hit] = child[hit]
     rows = nx.rows_where(~accepted)
-    draw = final if final is not None else (lambda b, d, v, lv: law.dgrs_final(K, d, v, lv))
+    draw = final if final is not None else (lambda b, d, v, lv: lv.sample(v, K))
     if rows is None:
         return finish(batch, chosen, accepted, draw(batch, delta, u[:, K], levels))
     if rows.shape[0] == 0:
         return finish(batch, chosen, accepted, batch.s[:0, 0], rows)
-    new_s = draw(batch, delta[rows], u[rows, K], law.take_levels(levels, rows))
+    new_s = draw(batch, delta[rows], u[rows, K], levels.take(rows))
     return finish(batch, chosen, accepted, new_s, rows)
