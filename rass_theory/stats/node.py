@@ -356,8 +356,10 @@ class SyntheticNode:
         if self.regime is not None:
             group, rec_sigma, rec_rho = self.regime.draw(rng, n)
         else:
-            cdf = np.cumsum(self.group_probs)
-            group = np.minimum(np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right"), self.n_groups - 1)
+            cdf, binner = _group_binner(tuple(self.group_probs.tolist()))
+            u = rng.random(n)
+            u *= cdf[-1]
+            group = np.minimum(binner.bin(u), self.n_groups - 1)   # = searchsorted(cdf, u, side="right")
         if dtype == "bfloat16":  # tiny deltas are not bfloat16 sums: their rows move to the named delta
             dyadic = np.array([float(x * 64).is_integer() for x in self.deltas])
             if dyadic.any() and not dyadic.all():
@@ -376,7 +378,8 @@ class SyntheticNode:
             elif rec_sigma is not None:
                 sigma = np.array(rec_sigma, dtype=np.float64)
             else:
-                sigma = np.exp(rng.uniform(np.log(SIGMA_RANGE[0]), np.log(SIGMA_RANGE[1]), n))
+                sigma = rng.uniform(np.log(SIGMA_RANGE[0]), np.log(SIGMA_RANGE[1]), n)
+                np.exp(sigma, out=sigma)
             e = rng.standard_normal((n, d))
             e /= np.maximum(np.sqrt(np.einsum("nd,nd->n", e, e)), 1e-300)[:, None]
             # the draft mean's direction is the previous row's e: uniform on the sphere and
@@ -385,16 +388,21 @@ class SyntheticNode:
             if rec_rho is not None:
                 rho = np.array(rec_rho, dtype=np.float64)
             else:
-                rho = np.exp(rng.uniform(np.log(RHO_RANGE[0]), np.log(RHO_RANGE[1]), n))
+                rho = rng.uniform(np.log(RHO_RANGE[0]), np.log(RHO_RANGE[1]), n)
+                np.exp(rho, out=rho)
                 rho[rng.random(n) < ZERO_RHO_SHARE] = 0.0
             if n > 1:
-                g = np.roll(e, 1, axis=0)          # row i takes row i - 1's e (a contiguous copy)
+                g = np.empty_like(e)               # row i takes row i - 1's e (np.roll as two contiguous copies)
+                g[1:] = e[:-1]
+                g[0] = e[-1]
             else:
                 g = rng.standard_normal((n, d))
                 g /= np.maximum(np.sqrt(np.einsum("nd,nd->n", g, g)), 1e-300)[:, None]
-            g *= (sigma * rho)[:, None]
+            rho *= sigma
+            g *= rho[:, None]
             mu_draft = g
-        e *= (sigma * delta)[:, None]               # e (a fresh array, not needed afterwards) becomes mu_target
+        delta *= sigma
+        e *= delta[:, None]                         # e (a fresh array, not needed afterwards) becomes mu_target
         e += mu_draft
         mu_target = e
         return RowNodes(mu_draft, mu_target, sigma, group)
@@ -535,6 +543,14 @@ class EdgeBinner:
                 b += v >= self.ext[b + 1]
                 rb[near] = b
         return res.reshape(x.shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _group_binner(probs: tuple) -> tuple:
+    """``(cumsum(probs), EdgeBinner(cumsum(probs)))``: the delta group of ``u`` is ``searchsorted(cdf, u cdf[-1], "right")``."""
+    cdf = np.cumsum(np.array(probs, dtype=np.float64))
+    cdf.setflags(write=False)
+    return cdf, EdgeBinner(cdf)
 
 
 @functools.lru_cache(maxsize=64)
