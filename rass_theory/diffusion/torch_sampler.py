@@ -143,7 +143,7 @@ class _SnappedThreshold:
 
 def resolve_torch_verifier(spec, K: int):
     """A torch verifier for ``K`` children: ``"rmc"``, ``"dgrs"``, ``"rass"``, ``"threshold"``,
-    ``"optimal_list"`` (when :mod:`rass_theory.torch.optimal_list` is present) or a callable
+    ``"optimal_list"`` or a callable
     obeying the torch verifier contract (returned unchanged)."""
     if isinstance(spec, str):
         from ..torch import verifiers as tv
@@ -156,10 +156,7 @@ def resolve_torch_verifier(spec, K: int):
         if name in ("rmc", "dgrs", "rass"):
             return getattr(tv, name)()
         if name == "optimallist":
-            import importlib
-
-            mod = importlib.import_module("rass_theory.torch.optimal_list")
-            return mod.optimal_list()
+            return tv.optimal_list()
         raise ValueError(f"verifier must be one of 'rmc', 'dgrs', 'rass', 'threshold', 'optimal_list' or a "
                          f"callable, got {spec!r}")
     if callable(spec):

@@ -47,7 +47,7 @@ from scipy.special import erf, erfc, erfcx, log_ndtr, ndtr, ndtri_exp
 from .._validation import check_delta, check_K
 
 __all__ = ["CERTIFICATE_TOL", "ListRuleCertificateError", "ListRuleParams", "OptimalListRule",
-           "optimal_list_acceptance", "optimal_list_rule", "solve_list_rule"]
+           "optimal_list_acceptance", "optimal_list_rule", "solve_list_rule", "rule_params"]
 
 _LOG_SQRT_2PI = 0.91893853320467274178
 _EPS = np.finfo(np.float64).eps
@@ -754,6 +754,36 @@ def _cached_rule(K: int, delta: float) -> OptimalListRule:
     if reasons:
         raise ListRuleCertificateError(K, delta, "; ".join(reasons))
     return OptimalListRule(K, delta, p, acc, rej, bound.acceptance, gap, "optimal")
+
+
+#: batches with at most this many distinct deltas reuse the cached per-value solves
+_CACHED_VALUES = 32
+
+
+def rule_params(K: int, delta: np.ndarray) -> ListRuleParams:
+    """Certified rule constants for ``K`` children at every ``delta`` of a batch (one row when shared).
+
+    Every check of ``proofs/P10-optimal-list-rule.md`` (P10.6) runs on every path: up to
+    ``_CACHED_VALUES`` distinct deltas reuse the cached scalar rules (which also compare with
+    :func:`rass_theory.acceptance_bound`); larger batches solve and check every distinct value
+    in one vectorised pass (:meth:`ListRuleParams.certify`).
+
+    Raises
+    ------
+    ListRuleCertificateError
+        A ``ValueError`` naming ``K``, the first ``delta`` that failed and the failed check
+        (never a silently wrong rule).
+    """
+    values, inverse = np.unique(delta, return_inverse=True)
+    if values.size <= _CACHED_VALUES:
+        rules = [optimal_list_rule(K, float(v)) for v in values]  # raises if not certified
+        if values.size == 1:
+            return rules[0].params
+        table = ListRuleParams(*(np.concatenate([getattr(r.params, f) for r in rules])
+                                       for f in ListRuleParams.__dataclass_fields__))
+    else:
+        table = solve_list_rule(K, values).certify()
+    return table.take(inverse.reshape(-1))
 
 
 def optimal_list_acceptance(K, delta) -> float:

@@ -1,7 +1,8 @@
 """Batched verifiers for speculative sampling, and the verifier contract checker.
 
-The NumPy classes here and their torch twins (:mod:`rass_theory.torch.verifiers`) run the same
-kernels (:mod:`rass_theory.verifiers.kernels`, array namespaces of :mod:`rass_theory.backend`).
+One class per rule serves NumPy arrays and torch tensors alike: the back end follows the inputs
+(:func:`rass_theory.backend.get_backend`) and every rule runs the shared kernels of
+:mod:`rass_theory.verifiers.kernels`.  :mod:`rass_theory.torch.verifiers` gives the same factories.
 
 Every verifier is a callable
 
@@ -28,17 +29,18 @@ from ._result import VerifierResult
 from .adapter import NodeRuleVerifier, from_node_rule
 from .dgrs import DGRSVerifier, dgrs
 from .optimal_list import OptimalListVerifier, optimal_list
-from .policy import PolicyVerifier, policy, threshold
+from .policy import PolicyVerifier, policy
 from .rass import RASSVerifier, rass
 from .resample import ResampleVerifier, resample
 from .rmc import RMCVerifier, rmc
+from .threshold import ThresholdVerifier, threshold
 
 __all__ = [
     "rmc", "dgrs", "rass", "resample", "threshold", "policy", "from_node_rule", "optimal_list",
     "check_contract", "VerifierResult", "ContractViolation", "ContractIssue", "VIOLATION_KINDS",
     "get_verifier", "VERIFIER_NAMES",
     "RMCVerifier", "DGRSVerifier", "RASSVerifier", "ResampleVerifier", "PolicyVerifier", "NodeRuleVerifier",
-    "OptimalListVerifier",
+    "OptimalListVerifier", "ThresholdVerifier",
 ]
 
 #: Names accepted by :func:`get_verifier`.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from ..backend import get_backend
-from ._core import NodeBatch, finish, project_children
+from ._batch import NodeBatch, finish, project_children
 from ._result import VerifierResult
 
 __all__ = ["TorchVerifierResult", "prepare", "finish", "as_torch_generator",

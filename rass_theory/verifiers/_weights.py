@@ -7,7 +7,8 @@ import numpy as np
 
 from .._validation import check_weights
 
-__all__ = ["WEIGHT_NAMES", "resolve_weights", "resolve_row_weights", "batch_weights", "describe_weights", "check_row_weights"]
+__all__ = ["WEIGHT_NAMES", "resolve_weights", "resolve_row_weights", "batch_weights", "describe_weights", "check_row_weights",
+           "optimal_single", "interpolator_table", "interpolate_rows", "device_interpolated"]
 
 #: The named weight rules of the RASS verifiers (both back ends).
 WEIGHT_NAMES = ("optimal", "interpolated", "uniform")
@@ -134,3 +135,37 @@ def describe_weights(spec) -> str:
     if callable(spec):
         return getattr(spec, "__name__", "callable")
     return np.array2string(np.asarray(spec), precision=4, separator=", ")
+
+
+@functools.lru_cache(maxsize=64)
+def interpolator_table(K: int):
+    """``(grid (G,), weights (G, K))`` of ``optimal_weights_interpolator(K)`` as float64 host arrays."""
+    interp = _interpolator(K)
+    return np.array(interp.grid, dtype=np.float64), np.array(interp.weights, dtype=np.float64)
+
+
+def interpolate_rows(grid, table, delta):
+    """Piecewise-linear rows ``(n, m)`` from a table ``(G, m)`` on ``grid (G,)``, on the tensors' device.
+
+    Below the first / beyond the last grid point the end rows are held; a convex combination of
+    two simplex vectors is on the simplex.  Elementwise torch ops only (no host synchronisation).
+    """
+    import torch
+
+    G = grid.shape[0]
+    idx = torch.clamp(torch.searchsorted(grid, delta.contiguous(), right=True), 1, G - 1)
+    lo, hi = grid[idx - 1], grid[idx]
+    lam = torch.clamp((delta - lo) / (hi - lo), 0.0, 1.0)[:, None]
+    return (1.0 - lam) * table[idx - 1] + lam * table[idx]
+
+
+def device_interpolated(K: int, batch, cache: dict):
+    """``"interpolated"`` weights ``(n, K)`` of a torch batch, interpolated on its device.
+
+    ``cache`` holds the table per device (copied host -> device once, outside the hot path).
+    """
+    key = ("interpolated", K, str(batch.device))
+    if key not in cache:
+        cache[key] = tuple(batch.nx.constant(a, batch.s) for a in interpolator_table(K))
+    grid, table = cache[key]
+    return interpolate_rows(grid, table, batch.delta_safe)

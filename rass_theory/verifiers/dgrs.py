@@ -1,4 +1,6 @@
-"""D-GRS: greedy rejection over the children in drafting order (arXiv 2609.17691)."""
+"""D-GRS: greedy rejection over the children in drafting order (arXiv 2609.17691).
+
+One class for NumPy arrays and torch tensors: the back end follows the inputs."""
 from __future__ import annotations
 
 from .._validation import check_delta, check_K
@@ -35,7 +37,11 @@ class DGRSVerifier(BuiltinVerifier):
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        return dgrs_kernel(batch, batch.uniform(batch.n, batch.K + 1))
+        return self.run(batch, batch.uniform(batch.n, batch.K + 1))
+
+    def run(self, batch, u):
+        """Decide a prepared batch with the uniforms ``u (n, K + 1)`` (either back end)."""
+        return dgrs_kernel(batch, u)
 
 
 def dgrs() -> DGRSVerifier:

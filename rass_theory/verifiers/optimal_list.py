@@ -11,39 +11,12 @@ from .._validation import check_delta, check_K
 from ..optimize import list_rule as _rule
 from ._base import BuiltinVerifier
 from ._core import draw_uniforms, finish, prepare
+from ..backend import get_backend
 from .rass import fresh_orthogonal
 
 __all__ = ["OptimalListVerifier", "optimal_list", "rule_params"]
 
-#: batches with at most this many distinct deltas reuse the cached per-value solves
-_CACHED_VALUES = 32
-
-
-def rule_params(K: int, delta: np.ndarray) -> _rule.ListRuleParams:
-    """Certified rule constants for ``K`` children at every ``delta`` of a batch (one row when shared).
-
-    Every check of ``proofs/P10-optimal-list-rule.md`` (P10.6) runs on every path: up to
-    ``_CACHED_VALUES`` distinct deltas reuse the cached scalar rules (which also compare with
-    :func:`rass_theory.acceptance_bound`); larger batches solve and check every distinct value
-    in one vectorised pass (:meth:`ListRuleParams.certify`).
-
-    Raises
-    ------
-    ListRuleCertificateError
-        A ``ValueError`` naming ``K``, the first ``delta`` that failed and the failed check
-        (never a silently wrong rule).
-    """
-    values, inverse = np.unique(delta, return_inverse=True)
-    if values.size <= _CACHED_VALUES:
-        rules = [_rule.optimal_list_rule(K, float(v)) for v in values]  # raises if not certified
-        if values.size == 1:
-            return rules[0].params
-        table = _rule.ListRuleParams(*(np.concatenate([getattr(r.params, f) for r in rules])
-                                       for f in _rule.ListRuleParams.__dataclass_fields__))
-    else:
-        table = _rule.solve_list_rule(K, values).certify()
-    return table.take(inverse.reshape(-1))
-
+rule_params = _rule.rule_params
 
 class OptimalListVerifier(BuiltinVerifier):
     """Batched verifier of the optimal list rule.
@@ -85,6 +58,10 @@ class OptimalListVerifier(BuiltinVerifier):
         return float(_rule.optimal_list_rule(check_K(K), check_delta(delta)).acceptance)
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        if get_backend(children).name == "torch":
+            from ._optimal_list_torch import run_torch
+
+            return run_torch(children, mu_draft, mu_target, sigma, rng)
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
         u = draw_uniforms(batch, 2 + batch.K)
         accepted = batch.degenerate.copy()
@@ -114,7 +91,7 @@ class OptimalListVerifier(BuiltinVerifier):
         new_s = _rule.sample_residual(p_rej, u[rejected, 1])
         fresh = None
         if self.orthogonal == "fresh":
-            fresh = fresh_orthogonal(batch.rng, batch.n, batch.direction)[rejected]
+            fresh = fresh_orthogonal(batch)[rejected]
         return finish(batch, chosen, accepted, new_s, rejected, fresh)
 
 

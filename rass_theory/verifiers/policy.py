@@ -1,4 +1,7 @@
-"""Verifiers for value-aware selection policies (proof ``proofs/P8-value-aware-policies.md``)."""
+"""The verifier of any user selection policy on NumPy arrays (proof ``proofs/P8-value-aware-policies.md``).
+
+The threshold-rank policy has its own verifier on both back ends (:mod:`.threshold`).
+"""
 from __future__ import annotations
 
 import functools
@@ -9,9 +12,10 @@ from .._validation import check_delta, check_K
 from ._base import BuiltinVerifier
 from ._core import draw_uniforms, finish, prepare
 from ..exact.residual_tables import MAX_SHARED_LAWS, policy_shared_residual
+from ..backend import get_backend
 from .rass import fresh_orthogonal
 
-__all__ = ["PolicyVerifier", "ThresholdVerifier", "THRESHOLD_PARAMETERS", "policy", "threshold"]
+__all__ = ["PolicyVerifier", "policy"]
 
 
 def _per_row(fn, delta):
@@ -125,6 +129,9 @@ class PolicyVerifier(BuiltinVerifier):
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         from ..exact import batch as exact_batch
 
+        if get_backend(children).name != "numpy":
+            raise TypeError("policy verifiers run on NumPy arrays (a SelectionPolicy works on NumPy arrays); "
+                            "on torch tensors use rass_theory.verifiers.threshold")
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
         n, K = batch.n, batch.K
         u = draw_uniforms(batch, 2)
@@ -173,7 +180,7 @@ class PolicyVerifier(BuiltinVerifier):
             rejected, new_s = np.empty(0, dtype=np.int64), np.empty(0)
         fresh = None
         if self.orthogonal == "fresh" and rejected.size:
-            fresh = fresh_orthogonal(batch.rng, n, batch.direction)[rejected]
+            fresh = fresh_orthogonal(batch)[rejected]
         return finish(batch, chosen, accepted, new_s, rejected, fresh)
 
 
@@ -194,91 +201,3 @@ def policy(p, orthogonal: str = "selected") -> PolicyVerifier:
     return PolicyVerifier(p, orthogonal)
 
 
-#: How the threshold verifier without a fixed ``(t, w')`` picks its parameters.
-THRESHOLD_PARAMETERS = ("interpolated", "optimal")
-
-
-@functools.lru_cache(maxsize=64)
-def _interpolated_threshold(K: int):
-    from ..optimize.threshold_table import InterpolatedThresholdPolicy
-
-    return InterpolatedThresholdPolicy(K)
-
-
-def _has_table(K: int) -> bool:
-    from ..optimize.threshold_table import tabulated_K
-
-    return K in tabulated_K()
-
-
-class ThresholdVerifier(PolicyVerifier):
-    """The optimal threshold-rank policy's verifier, with per-row parameters (see :func:`threshold`)."""
-
-    name = "threshold"
-
-    def __init__(self, parameters: str = "interpolated", orthogonal: str = "selected"):
-        if parameters not in THRESHOLD_PARAMETERS:
-            raise ValueError(f"parameters must be one of {THRESHOLD_PARAMETERS}, got {parameters!r}")
-        super().__init__(_optimal_threshold, orthogonal, name="threshold")
-        self.parameters = parameters
-
-    def __repr__(self) -> str:
-        return f"ThresholdVerifier(parameters={self.parameters!r}, orthogonal={self.orthogonal!r})"
-
-    def _uses_table(self, K: int) -> bool:
-        return self.parameters == "interpolated" and _has_table(K)
-
-    def policy_for(self, K: int, delta: float):
-        """The policy used for ``K`` children at ``delta``: the table's (one object per ``K``) or the optimum."""
-        K = check_K(K)
-        if self._uses_table(K):
-            return _interpolated_threshold(K)
-        return _optimal_threshold(K, float(check_delta(delta)))
-
-    def _groups(self, K, live, delta_all):
-        if self._uses_table(K):
-            return [(live, _interpolated_threshold(K))]
-        return super()._groups(K, live, delta_all)
-
-
-def threshold(t=None, weights=None, K: int | None = None, orthogonal: str = "selected",
-              parameters: str = "interpolated") -> PolicyVerifier:
-    """Verifier of the threshold policy "top child if its ``s >= t``, else a rank from ``weights``".
-
-    Parameters
-    ----------
-    t : float, optional
-        Threshold on the top child's ``s``.  With ``t`` and ``weights`` both omitted the
-        (near-)optimal threshold policy of each row's ``delta`` is used (see ``parameters``).
-    weights : array (K,), optional
-        Fallback rank weights (required with ``t``).
-    K : int, optional
-        Number of children (required with ``t``).
-    orthogonal : {"selected", "fresh"}
-    parameters : {"interpolated", "optimal"}
-        Without ``t``: ``"interpolated"`` (default) reads each row's ``(t, w')`` from the
-        certified table (:mod:`rass_theory.optimize.threshold_table`, within ``max_gap`` of the
-        optimum, no optimisation at run time: per-row deltas cost a vectorised law); where ``K``
-        has no table (``K = 1`` or ``K > 8``) it falls back to ``"optimal"``, which solves
-        ``optimal_threshold_policy(K, delta)`` once per distinct ``delta`` (about a second
-        each, cached).
-
-    Notes
-    -----
-    Selected law ``g(s) = K phi(s) Phi(s)^(K-1)`` for ``s >= t`` and
-    ``g(s) = sum_j w'_j K C(K-1, j) phi(s) Phi(s)^j (Phi(t) - Phi(s))^(K-1-j)`` for ``s < t``
-    (``optimize.policies.ThresholdRankPolicy``, proof ``P8-value-aware-policies``); the verifier
-    is exact by ``P2-rass-exactness`` and, with per-row parameters, by P8.5 (each row is coupled
-    with its own law).  ``expected_acceptance(K, delta)`` is the exact acceptance of the policy
-    this verifier uses at ``delta``.
-    """
-    if t is None and weights is None:
-        v = ThresholdVerifier(parameters, orthogonal)
-        if K is not None:
-            v.K = check_K(K)
-        return v
-    if t is None or weights is None or K is None:
-        raise ValueError("threshold needs t, weights and K together (or none of them for the optimal policy)")
-    from ..optimize.policies import ThresholdRankPolicy
-
-    return PolicyVerifier(ThresholdRankPolicy(check_K(K), float(t), weights), orthogonal, name="threshold")

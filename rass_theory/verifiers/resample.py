@@ -1,11 +1,13 @@
-"""The trivial exact verifier: ignore the drafts and draw from the target."""
+"""The trivial exact verifier: ignore the drafts and draw from the target (both back ends)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .._validation import as_generator, check_delta, check_K
+from ..backend import get_backend
 from ..frame import validate_node_inputs
 from ._base import BuiltinVerifier
+from ._core import prepare
 from ._result import VerifierResult
 
 __all__ = ["ResampleVerifier", "resample"]
@@ -18,8 +20,8 @@ class ResampleVerifier(BuiltinVerifier):
     -----
     Exact by construction, never accepts (``accepted`` all False, ``child_index`` all -1); the
     zero-speedup baseline and a control for the harness.  Random numbers: ``n * d`` standard
-    normals, ``rng.standard_normal((n, d))`` in the children's floating dtype (float32 or
-    float64), so row ``i`` uses stream block ``i``.
+    normals in the children's dtype (float32 or float64), row ``i`` from stream block ``i``:
+    NumPy ``rng.standard_normal((n, d))``, torch ``torch.randn((n, d))`` on the inputs' device.
     """
 
     name = "resample"
@@ -30,6 +32,15 @@ class ResampleVerifier(BuiltinVerifier):
         return 0.0
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        if get_backend(children).name == "torch":
+            import torch
+
+            batch = prepare(children, mu_draft, mu_target, sigma, rng)        # metadata checks only
+            n, device = batch.n, batch.device
+            z = torch.randn(n, batch.d, generator=batch.rng, dtype=batch.out_dtype, device=device)
+            states = mu_target + batch.sigma[:, None].to(batch.out_dtype) * z
+            return batch.result(states, torch.zeros(n, dtype=torch.bool, device=device),
+                                torch.full((n,), -1, dtype=torch.int64, device=device))
         children, mu_draft, mu_target, sig = validate_node_inputs(children, mu_draft, mu_target, sigma)
         gen = as_generator(rng)
         n, _, d = children.shape

@@ -1,4 +1,6 @@
-"""Reflection maximal coupling (RMC), the single-draft verifier (De Bortoli et al. 2025)."""
+"""Reflection maximal coupling (RMC), the single-draft verifier (De Bortoli et al. 2025).
+
+One class for NumPy arrays and torch tensors: the back end follows the inputs."""
 from __future__ import annotations
 
 from scipy.special import ndtr
@@ -22,8 +24,8 @@ class RMCVerifier(BuiltinVerifier):
     child's orthogonal part ``z_perp``.  The output has the target law ``N(mu_target, sigma^2 I)``
     and the acceptance probability is ``2 Phi(-delta/2) = 1 - TV(phi, f)`` (proof ``P6-reductions``).
 
-    Random numbers: one uniform per row, ``rng.random((n, 1))``.  Degenerate rows
-    (``delta <= sqrt(eps)``) accept the child.
+    Random numbers: one uniform per row (NumPy ``rng.random((n, 1))``; torch the same layout
+    from the ``torch.Generator``).  Degenerate rows (``delta <= sqrt(eps)``) accept the child.
     """
 
     name = "rmc"
@@ -38,7 +40,11 @@ class RMCVerifier(BuiltinVerifier):
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=1)
-        return rmc_kernel(batch, batch.uniform(batch.n, 1)[:, 0])
+        return self.run(batch, batch.uniform(batch.n, 1))
+
+    def run(self, batch, u):
+        """Decide a prepared batch with the uniforms ``u (n, 1)`` (either back end)."""
+        return rmc_kernel(batch, u[:, 0])
 
 
 def rmc() -> RMCVerifier:
@@ -48,7 +54,8 @@ def rmc() -> RMCVerifier:
     -------
     RMCVerifier
         Callable ``(children (n, 1, d), mu_draft (n, d), mu_target (n, d), sigma, rng)
-        -> VerifierResult``.
+        -> VerifierResult`` on NumPy arrays (``rng`` a numpy Generator, int or None) and
+        ``-> TorchVerifierResult`` on torch tensors (``rng`` a torch.Generator, int or None).
 
     Notes
     -----

@@ -7,7 +7,7 @@ from scipy import stats
 
 import rass_theory as rt
 from rass_theory.optimize import list_rule as lr
-from rass_theory.torch import optimal_list as tol
+from rass_theory.verifiers import _optimal_list_torch as tol
 from rass_theory.torch import verifiers as tv
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -88,7 +88,7 @@ def test_ndtri_exp_far_tail():
 def test_speculative_sample_torch_resolver():
     from rass_theory.diffusion.torch_sampler import resolve_torch_verifier
 
-    assert isinstance(resolve_torch_verifier("optimal_list", 4), tol.OptimalListVerifier)
+    assert isinstance(resolve_torch_verifier("optimal_list", 4), tv.OptimalListVerifier)
 
 
 @pytest.mark.slow

@@ -93,8 +93,8 @@ class TestValidation:
             tv.rass([0.5, 0.6])
         with pytest.raises(ValueError, match="give both t and weights"):
             tv.threshold(t=0.3)
-        with pytest.raises(ValueError, match="no certified threshold table"):
-            tv.threshold(K=9).policy_for(9, 1.0)
+        with pytest.raises(ValueError, match="depend on delta"):
+            tv.threshold(K=9).policy_for(9)
 
     def test_cuda_request_without_cuda(self):
         from rass_theory.torch.harness import resolve_device
@@ -190,9 +190,11 @@ class TestOptimalWeights:
         K = 4
         delta = torch.tensor([0.0, 1e-4, 0.3, 1.234, 5.5, 40.0], dtype=torch.float64)
         v = tv.rass("interpolated")
+        from rass_theory.backend import get_backend
+
         batch = type("B", (), {"K": K, "n": 6, "dtype": torch.float64, "device": torch.device("cpu"),
-                               "delta": delta, "delta_safe": delta})()
-        got = v.device_weights(batch).numpy()
+                               "delta": delta, "delta_safe": delta, "s": delta, "nx": get_backend(delta)})()
+        got = v.row_weights(batch).numpy()
         np.testing.assert_allclose(got, optimal_weights_interpolator(K)(delta.numpy()), atol=1e-12)
 
     @pytest.mark.parametrize("deltas", [[0.7] * 5, [0.3, 0.9, 1.7, 0.3, 2.2]])
@@ -206,7 +208,7 @@ class TestOptimalWeights:
         mu_t = mu_d.clone()
         mu_t[:, 1] = torch.tensor(deltas, dtype=torch.float64)
         batch = _core.prepare(torch.zeros(n, K, 3, dtype=torch.float64), mu_d, mu_t, 1.0, 0)
-        got = np.broadcast_to(tv.rass().device_weights(batch).numpy(), (n, K))
+        got = np.broadcast_to(tv.rass().row_weights(batch).numpy(), (n, K))
         want = np.broadcast_to(resolve_weights("optimal", K, np.array(deltas)), (n, K))
         np.testing.assert_array_equal(got, want)
 
@@ -214,7 +216,7 @@ class TestOptimalWeights:
         from rass_theory.optimize import optimal_rank_weights
 
         v = tv.rass(delta=0.5)
-        np.testing.assert_allclose(v.host_weights(4, 0.5), optimal_rank_weights(4, 0.5).weights)
+        np.testing.assert_allclose(v.weights_for(4, 0.5), optimal_rank_weights(4, 0.5).weights)
         assert v.expected_acceptance(4, 0.5) == pytest.approx(rt.acceptance("rass", 4, 0.5), abs=1e-9)
 
     def test_callable_weights_on_device(self):

@@ -57,7 +57,7 @@ class TestGetVerifier:
     @pytest.mark.parametrize("name, cls", [("rmc", verifiers.RMCVerifier), ("DGRS", verifiers.DGRSVerifier),
                                            ("rass", verifiers.RASSVerifier), ("d-grs", verifiers.DGRSVerifier),
                                            ("resample", verifiers.ResampleVerifier),
-                                           ("threshold", verifiers.PolicyVerifier)])
+                                           ("threshold", verifiers.ThresholdVerifier)])
     def test_names(self, name, cls):
         assert isinstance(verifiers.get_verifier(name, K=1 if name == "rmc" else 4), cls)
 

@@ -51,7 +51,7 @@ def test_rass_kernel_same_output(deltas, spec):
     children, mu_d, mu_t, sigma, u = nodes(3000, 4, 5, deltas)
     b_np, b_t = both(children, mu_d, mu_t, sigma)
     w_np = batch_weights(spec, b_np)
-    w_t = tv.rass(spec).device_weights(b_t)
+    w_t = tv.rass(spec).row_weights(b_t)
     live = ~b_np.degenerate                             # degenerate rows accept child 0 whatever w
     np.testing.assert_allclose(np.broadcast_to(w_t.numpy(), (3000, 4))[live],
                                np.broadcast_to(w_np, (3000, 4))[live], atol=1e-15, rtol=0)

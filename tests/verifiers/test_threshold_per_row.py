@@ -112,10 +112,14 @@ class TestTorch:
         n = 64
         delta = np.concatenate([[0.0, 0.1, 2.95, 9.0, 40.0], rng.uniform(0.0, 4.0, n - 5)])
 
+        from rass_theory.backend import get_backend
+
         class _Batch:
             K = 4
             device = torch.device("cpu")
             delta_safe = torch.as_tensor(delta)
+            s = delta_safe
+            nx = get_backend(s)
 
         t_dev, w_dev = tv.threshold()._table_rows(_Batch)
         t_np, w_np = InterpolatedThresholdPolicy(K).parameters(delta)
@@ -147,14 +151,19 @@ class TestTorch:
         assert v.expected_acceptance(K, 1.3) == pytest.approx(verifiers.threshold().expected_acceptance(K, 1.3),
                                                               abs=1e-15)
 
-    def test_untabulated_K_names_K(self, nodes):
+    def test_untabulated_K_falls_back_to_the_optimum(self, nodes):
+        """One meaning on both back ends: an untabulated K uses the optimal policy of each delta."""
         torch = pytest.importorskip("torch")
         from rass_theory.torch import verifiers as tv
 
         rng = np.random.default_rng(1)
         children, mu_d, mu_t, sigma, e = nodes.build(10, 9, 3, 1.0, rng)
-        with pytest.raises(ValueError, match="K = 9 has no certified threshold table"):
-            tv.threshold()(*(torch.as_tensor(a) for a in (children, mu_d, mu_t)), sigma, torch.Generator())
+        v = tv.threshold()
+        res = v(*(torch.as_tensor(a) for a in (children, mu_d, mu_t)), sigma, torch.Generator())
+        assert res.states.shape == (10, 3)
+        t, w = v.parameters_at(9, 1.0)
+        pol = verifiers.threshold(parameters="optimal").policy_for(9, 1.0)
+        assert t == pol.t and np.array_equal(w, pol.weights)
 
 
 @pytest.mark.slow

@@ -24,10 +24,10 @@ import math
 import numpy as np
 import torch
 
-from .._validation import check_delta, check_K
-from ..verifiers._tensors import finish, prepare
+from .._validation import check_delta, check_K  # noqa: F401
+from ._tensors import finish, prepare
 
-__all__ = ["OptimalListVerifier", "optimal_list"]
+__all__ = ["run_torch"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _F64 = torch.float64
@@ -223,64 +223,39 @@ def _residual(p, u):
     return 0.5 * (lo + hi)
 
 
-class OptimalListVerifier:
-    """Torch verifier of the optimal list rule; acceptance ``alpha*(K, delta)``.
+def run_torch(children, mu_draft, mu_target, sigma, rng=None):
+    """The optimal list rule on tensors (see :class:`rass_theory.verifiers.OptimalListVerifier`)."""
+    from ..optimize.list_rule import rule_params
 
-    Notes
-    -----
-    See the module docstring and :class:`rass_theory.verifiers.OptimalListVerifier`.  Random
-    numbers (float64, from the batch's generator): ``(n, 2 + K)`` up front (accept, residual,
-    keep decisions), then ``3 x 4`` per pending fake key per rejection round.
-    """
+    batch = prepare(children, mu_draft, mu_target, sigma, rng)
+    n, K, device, gen = batch.n, batch.K, batch.device, batch.generator
+    u = torch.rand((n, 2 + K), generator=gen, dtype=_F64, device=device)
+    delta = torch.where(batch.degenerate, torch.zeros_like(batch.delta), batch.delta).to(_F64)
+    host = rule_params(K, delta.detach().cpu().numpy()) if n else None
+    s = batch.s.to(_F64)
+    chosen = torch.zeros(n, dtype=torch.int64, device=device)
+    if n == 0:
+        return finish(batch, chosen, torch.ones(0, dtype=torch.bool, device=device), s[:, 0])
+    p = _Params(host, device)
+    col = p if p.delta.shape[0] == 1 else p.column()
+    fake = u[:, 2:] < _fake_probability(col, s)
+    keys = s.clone()
+    idx = torch.nonzero(fake)
+    if idx.numel():
+        keys[idx[:, 0], idx[:, 1]] = _fake_keys(p.take(idx[:, 0]), gen, idx.shape[0], device)
+    child = torch.argmax(keys, dim=1)
+    child = torch.where(batch.degenerate, chosen, child)                  # degenerate: child 0
+    s_sel = s.gather(1, child[:, None])[:, 0]
+    above = s_sel >= p.t_keep
+    log_ratio = torch.where(above, p.delta * s_sel - 0.5 * p.delta ** 2 - torch.log(p.K)
+                            - (p.K - 1) * _log_ndtr(s_sel), torch.zeros_like(s_sel))
+    accepted = (torch.log(u[:, 0]) < log_ratio) | batch.degenerate
+    if device.type == "cpu":
+        rows = torch.nonzero(~accepted)[:, 0]
+        new_s = s_sel.clone()
+        if rows.numel():
+            new_s[rows] = _residual(p.take(rows), u[rows, 1])
+    else:
+        new_s = torch.where(accepted, s_sel, _residual(p, u[:, 1]))
+    return finish(batch, child, accepted, new_s)
 
-    name = "optimal_list"
-    K = None
-    backend = "torch"
-
-    def expected_acceptance(self, K, delta):
-        """``alpha*(K, delta)``, attained by the rule."""
-        from ..optimize.list_rule import optimal_list_rule
-        return float(optimal_list_rule(check_K(K), check_delta(delta)).acceptance)
-
-    def __repr__(self):
-        return "rass_theory.torch.optimal_list.OptimalListVerifier()"
-
-    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        from ..verifiers.optimal_list import rule_params
-
-        batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        n, K, device, gen = batch.n, batch.K, batch.device, batch.generator
-        u = torch.rand((n, 2 + K), generator=gen, dtype=_F64, device=device)
-        delta = torch.where(batch.degenerate, torch.zeros_like(batch.delta), batch.delta).to(_F64)
-        host = rule_params(K, delta.detach().cpu().numpy()) if n else None
-        s = batch.s.to(_F64)
-        chosen = torch.zeros(n, dtype=torch.int64, device=device)
-        if n == 0:
-            return finish(batch, chosen, torch.ones(0, dtype=torch.bool, device=device), s[:, 0])
-        p = _Params(host, device)
-        col = p if p.delta.shape[0] == 1 else p.column()
-        fake = u[:, 2:] < _fake_probability(col, s)
-        keys = s.clone()
-        idx = torch.nonzero(fake)
-        if idx.numel():
-            keys[idx[:, 0], idx[:, 1]] = _fake_keys(p.take(idx[:, 0]), gen, idx.shape[0], device)
-        child = torch.argmax(keys, dim=1)
-        child = torch.where(batch.degenerate, chosen, child)                  # degenerate: child 0
-        s_sel = s.gather(1, child[:, None])[:, 0]
-        above = s_sel >= p.t_keep
-        log_ratio = torch.where(above, p.delta * s_sel - 0.5 * p.delta ** 2 - torch.log(p.K)
-                                - (p.K - 1) * _log_ndtr(s_sel), torch.zeros_like(s_sel))
-        accepted = (torch.log(u[:, 0]) < log_ratio) | batch.degenerate
-        if device.type == "cpu":
-            rows = torch.nonzero(~accepted)[:, 0]
-            new_s = s_sel.clone()
-            if rows.numel():
-                new_s[rows] = _residual(p.take(rows), u[rows, 1])
-        else:
-            new_s = torch.where(accepted, s_sel, _residual(p, u[:, 1]))
-        return finish(batch, child, accepted, new_s)
-
-
-def optimal_list() -> OptimalListVerifier:
-    """Torch verifier whose acceptance is the list-coupling bound (see :class:`OptimalListVerifier`)."""
-    return OptimalListVerifier()
