@@ -28,7 +28,7 @@ def main(argv=None):
 
     import rass_theory as rt
     from rass_theory.scale.dask_backend import run_chunks_dask
-    from rass_theory.stats.harness import run_chunk_numpy
+    from rass_theory.stats.chunks import run_chunk_numpy
     from rass_theory.stats.node import SyntheticNode, chunk_plan
     from rass_theory.stats.streaming import ExactnessCounts
 

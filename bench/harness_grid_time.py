@@ -1,6 +1,6 @@
 """CPU and wall time of the default grid for one rule, per cell and in total (issue 19: rass within 90 s).
 
-Runs every cell of ``rass_theory.stats.certify.DEFAULT_CELLS`` through ``rt.certify`` one at a time
+Runs every cell of ``rass_theory.stats.grid.DEFAULT_CELLS`` through ``rt.certify`` one at a time
 (the cell's own rows, dtypes and seed), timing each with ``time.process_time`` (single-threaded
 NumPy: the wall time of a quiet core) and ``time.perf_counter`` (wall on this shared machine).
 
@@ -23,7 +23,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=20261201)
     args = ap.parse_args(argv)
     import rass_theory as rt
-    from rass_theory.stats.certify import default_cells
+    from rass_theory.stats.grid import default_cells
 
     verifier = getattr(rt.verifiers, args.rule)()
     rt.check_exactness(verifier, K=4, delta=1.0, n_samples=2000, rng=0)   # warm imports and weight tables
@@ -34,7 +34,7 @@ def main(argv=None):
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
         cpu_total += cpu
         wall_total += wall
-        r = res.reports[0]
+        r = res.cells[0]
         rows.append(f"| K={cell['K']}, delta={cell['delta']:g}, dim={cell['dim']} | {r.n_samples:,} x "
                     f"{len(r.dtypes)} | {cpu:.1f} | {wall:.1f} | {'pass' if res.passed else 'FAIL'} |")
         print(rows[-1], flush=True)

@@ -1,7 +1,7 @@
 """Does the exactness harness at its defaults reject every mutant and pass every exact rule?
 
 Runs ``rass_theory.check_exactness(v)`` with no options (the default grid of
-``rass_theory.stats.certify.DEFAULT_CELLS``: K in {2, 3, 8} at dim 8 with 100,000 rows per dtype
+``rass_theory.stats.grid.DEFAULT_CELLS``: K in {2, 3, 8} at dim 8 with 100,000 rows per dtype
 pass, K = 4 at dim 256 with 20,000 rows, and the 2.5-million-row float64 power cell at K = 4;
 rows spread over delta in [1e-3, 12] and ||mu_draft||/sigma in {0} u [0.01, 1e4]; one Holm
 family at alpha = 1e-3; the run stops after the first cell that decides a failure) on every exact
@@ -61,7 +61,7 @@ def run(name, verifier, seed, n_samples, expect_pass, backend="numpy"):
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     test, p = smallest(res)
     ok = res.passed == expect_pass
-    cells = " ".join(f"K={r.K},d={r.dim}:{r.elapsed_seconds:.1f}" for r in res.reports)
+    cells = " ".join(f"K={r.K},d={r.dim}:{r.elapsed_seconds:.1f}" for r in res.cells)
     return (name, "exact" if expect_pass else "mutant", "PASSED" if res.passed else "FAILED",
             "ok" if ok else "WRONG", f"{p:.2g}", test, f"{wall:.1f}", f"{cpu:.1f}", cells,
             f"{res.correction_fraction:.1%}")
@@ -69,15 +69,15 @@ def run(name, verifier, seed, n_samples, expect_pass, backend="numpy"):
 
 def power_table() -> str:
     """Detectable discrepancy per statistic at the defaults (``detectable_discrepancies``), per cell."""
-    from rass_theory.stats.certify import default_cells
-    from rass_theory.stats.harness import _config, _family_size, tail_test_names
+    from rass_theory.stats.config import harness_config
+    from rass_theory.stats.family import family_size, tail_test_names
+    from rass_theory.stats.grid import default_cells
     from rass_theory.stats.power import detectable_discrepancies
 
     cells = default_cells(rt.verifiers.rass())
-    cfgs = [_config(rt.verifiers.rass(), c["K"], c["delta"], c["dim"], c["n_samples"], 1e-3, 0, None, None, None,
-                    None, 4096, 400, None, 0.01, "numpy", None, None, None, 1, False,
-                    c.get("dtype", ("float64", "float32"))) for c in cells]
-    m = sum(_family_size(c) for c in cfgs) + sum(len(tail_test_names(d, nd))
+    cfgs = [harness_config(rt.verifiers.rass(), c["K"], c["delta"], c["dim"], n_samples=c["n_samples"], rng=0,
+                           checkpoint_every=1, dtype=c.get("dtype")) for c in cells]
+    m = sum(family_size(c) for c in cfgs) + sum(len(tail_test_names(d, nd))
                                                  for d, nd in {(c.dim, c.n_directions) for c in cfgs})
     lines = [f"default grid: {len(cfgs)} cells, Holm family m = {m} (read from the code), alpha = 1e-3, beta = 0.01", ""]
     for c, cfg in zip(cells, cfgs):

@@ -53,7 +53,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     from rass_theory.mutants import MUTANT_CATCHES, all_mutants
-    from rass_theory.stats.harness import DEFAULT_N_SAMPLES
+    from rass_theory.stats.config import DEFAULT_N_SAMPLES
 
     mutants = all_mutants(4)
     names = args.mutants or list(mutants)

@@ -6,7 +6,7 @@ is wrong, why the bug is plausible, and which statistic of
 shapes (all but ``claims_child_after_correction``, which breaks the "accepted => exact copy"
 clause on purpose), so only the *law* of its output, its acceptance or the contract checker can
 expose it.  Every one is wrong in law or in contract somewhere on the harness's default grid
-(``rass_theory.stats.certify.DEFAULT_CELLS``); most at ``K = 4``, some only where real runs go:
+(``rass_theory.stats.grid.DEFAULT_CELLS``); most at ``K = 4``, some only where real runs go:
 K >= 5 or odd K, delta above 4.5, ``||mu_draft||/sigma`` in the thousands (float32), dim > 128,
 calls in sequence (the generator, aliasing, the states' dtype), or at the power of the
 2.5-million-row cell.  ``tests/test_mutants_unit.py`` shows the size of the discrepancy for the

@@ -8,7 +8,7 @@ Add this to your test suite::
         assert_exact(my_verifier)          # raises AssertionError naming every failing test
 
 :func:`assert_exact` runs :func:`rass_theory.check_exactness` (the default grid: every regime of
-:data:`rass_theory.stats.certify.DEFAULT_CELLS`, both dtypes, the calls-in-sequence contract)
+:data:`rass_theory.stats.grid.DEFAULT_CELLS`, both dtypes, the calls-in-sequence contract)
 with a **fixed seed** and a family-wise false-fail rate of ``1e-6``, so a correct verifier fails
 a CI run about once in a million pipelines, and the same code gives the same verdict on every
 run.  The price of the low rate is a slightly larger detectable discrepancy: the power cell
@@ -31,16 +31,16 @@ def stated_power(alpha: float = DEFAULT_ALPHA, false_pass_rate: float = 0.01, **
     """The KS distance the power cell of the run :func:`assert_exact` makes detects with probability
     ``>= 1 - false_pass_rate`` (:func:`rass_theory.stats.power.detectable_ks_distance` with the
     grid's family size, read from the code)."""
-    from .stats.certify import DEFAULT_CELLS, default_cells
-    from .stats.harness import _config, _family_size, tail_test_names
+    from .stats.config import harness_config
+    from .stats.family import family_size, tail_test_names
+    from .stats.grid import DEFAULT_CELLS, default_cells
     from .stats.power import detectable_ks_distance
     from .verifiers import resample
 
-    cells = default_cells(resample())
-    cfgs = [_config(resample(), c["K"], c["delta"], c["dim"], c.get("n_samples", 200_000), alpha, 0, None, None,
-                    None, None, 4096, 400, None, false_pass_rate, "numpy", None, None, None, 5, False,
-                    c.get("dtype", ("float64", "float32"))) for c in cells]
-    m = sum(_family_size(c) for c in cfgs)
+    cfgs = [harness_config(resample(), c["K"], c["delta"], c["dim"], n_samples=c.get("n_samples"), alpha=alpha,
+                           rng=0, false_pass_rate=false_pass_rate, dtype=c.get("dtype"))
+            for c in default_cells(resample())]
+    m = sum(family_size(c) for c in cfgs)
     m += sum(len(tail_test_names(d, nd)) for d, nd in {(c.dim, c.n_directions) for c in cfgs})
     n = options.get("n_samples") or DEFAULT_CELLS[-1]["n_samples"]
     return detectable_ks_distance(int(n), alpha, m, false_pass_rate, 4096)
@@ -62,7 +62,7 @@ def assert_exact(verifier, **options):
 
     Returns
     -------
-    ExactnessReport or CertifyResult
+    ExactnessReport
         The passing run's report.
 
     Raises
@@ -91,7 +91,7 @@ def assert_exact(verifier, **options):
     if rep.passed:
         return rep
     failed = list(rep.failed_tests)
-    lines = [f"{getattr(rep.reports[0] if hasattr(rep, 'reports') else rep, 'verifier_name', 'verifier')} is not "
+    lines = [f"{rep.verifier_name} is not "
              f"exact: {len(failed)} failing test(s) at family-wise alpha={opts['alpha']:g} "
              f"(seed {rep.seed}):"]
     for t in failed:
@@ -99,10 +99,8 @@ def assert_exact(verifier, **options):
         ptxt = "contract violated" if t.name.endswith("contract") else (f"p(Holm)={p:.3g}" if not math.isnan(p)
                                                                         else "p=nan")
         lines.append(f"  - {t.name}: {ptxt}; {t.detail}")
-    skipped = getattr(rep, "skipped", ())
-    if skipped:
-        lines.append(f"  (stopped early; cells not run: {list(skipped)})")
-    regime = getattr(rep, "regime", "")
-    if regime:
-        lines.append(f"  rows: {regime}")
+    if rep.skipped:
+        lines.append(f"  (stopped early; cells not run: {list(rep.skipped)})")
+    if rep.regime:
+        lines.append(f"  rows: {rep.regime}")
     raise AssertionError("\n".join(lines))

@@ -107,6 +107,6 @@ def test_certify_grid(target_module, tmp_path):
     data = json.loads(out.read_text())
     assert len(data["cells"]) == 4 and data["passed"] is True
     per_cell = len([t for t in data["cells"][0]["tests"] if t["name"] != "contract"])
-    from rass_theory.stats.harness import tail_test_names
+    from rass_theory.stats.family import tail_test_names
     # every cell's tests (its own far tails included) + the grid-pooled far tails
     assert data["n_tests"] == 4 * per_cell + len(tail_test_names(8, 2)) and data["seed"] == 1

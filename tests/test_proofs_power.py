@@ -15,11 +15,11 @@ from rass_theory.stats.tests import EXACT_KS_MAX_N, binned_ks_test, kolmogorov_s
 
 def _default_family_size() -> int:
     """The Holm family size of one default cell (K = 4, delta = 0.5, dim = 8), read from the harness."""
-    from rass_theory.stats.harness import _config, _family_size
+    from rass_theory.stats.config import harness_config
+    from rass_theory.stats.family import family_size
     from rass_theory.verifiers import rass
 
-    return _family_size(_config(rass(), 4, 0.5, 8, 200_000, 1e-3, 0, None, None, None, None, 4096, 400, None, 0.01,
-                                "numpy", None, None, None, 5, False))
+    return family_size(harness_config(rass(), 4, 0.5, 8, n_samples=200_000, rng=0))
 
 
 ALPHA, M, BETA, B = 1e-3, _default_family_size(), 0.01, 4096  # the harness defaults (m read from the code)

@@ -5,6 +5,8 @@ import functools
 
 import numpy as np
 
+from ..verifiers._contract import ContractViolation, contract_check
+
 __all__ = ["resolve_verifier", "verifier_name", "check_result", "snapped_threshold_verifier", "THRESHOLD_GRID"]
 
 #: grid on which the threshold policy's parameters are optimised in diffusion runs
@@ -75,34 +77,17 @@ def verifier_name(spec) -> str:
 def check_result(result, children: np.ndarray):
     """Validate one verifier result; return ``(states, accepted, child_index)``.
 
-    Raises ``TypeError``/``ValueError`` whose message starts with ``verifier`` and says which
-    part of the contract broke.
+    The contract is checked by the one checker,
+    :func:`rass_theory.verifiers._contract.contract_check`.  A result without the three fields is
+    a ``TypeError``; any other broken clause a ``ValueError`` whose message starts with
+    ``verifier broke the contract`` and names every clause broken
+    (:class:`~rass_theory.verifiers.ContractViolation`).
     """
-    n, K, d = children.shape
-    try:
-        states = np.asarray(result.states)
-        accepted = np.asarray(result.accepted)
-        child_index = np.asarray(result.child_index)
-    except AttributeError as exc:
+    found = contract_check(result, children)
+    if any(i.kind == "missing_field" for i in found.issues):
         raise TypeError("verifier must return an object with .states, .accepted and .child_index "
-                        f"(got {type(result).__name__})") from exc
-    if states.shape != (n, d):
-        raise ValueError(f"verifier broke the contract: states must have shape {(n, d)}, got {states.shape}")
-    if accepted.shape != (n,) or accepted.dtype != np.bool_:
-        raise ValueError(f"verifier broke the contract: accepted must be a bool array of shape {(n,)}, "
-                         f"got {accepted.dtype} {accepted.shape}")
-    if child_index.shape != (n,) or child_index.dtype.kind not in "iu":
-        raise ValueError(f"verifier broke the contract: child_index must be an int array of shape {(n,)}, "
-                         f"got {child_index.dtype} {child_index.shape}")
-    if states.dtype.kind != "f" or not np.all(np.isfinite(states)):
-        raise ValueError("verifier broke the contract: states must be finite real numbers")
-    if np.any(child_index[~accepted] != -1):
-        raise ValueError("verifier broke the contract: child_index must be -1 where accepted is False")
-    idx = child_index[accepted]
-    if np.any((idx < 0) | (idx >= K)):
-        raise ValueError(f"verifier broke the contract: child_index must lie in [0, {K - 1}] where accepted")
-    rows = np.flatnonzero(accepted)
-    if rows.size and not np.array_equal(states[rows], children[rows, idx]):
-        raise ValueError("verifier broke the contract: where accepted, states must equal "
-                         "children[i, child_index[i]] exactly")
-    return states.astype(np.float64, copy=False), accepted, child_index.astype(np.int64, copy=False)
+                        f"(got {type(result).__name__})")
+    if found.issues:
+        raise ContractViolation(found.issues)
+    return (found.states.astype(np.float64, copy=False), found.accepted,
+            found.child_index.astype(np.int64, copy=False))

@@ -37,7 +37,7 @@ def harness_family(K=4, delta=0.5, dim=8, alpha=1e-3, false_pass_rate=0.01) -> d
     """
     from rass_theory import verifiers
     from rass_theory.scale.check import check_exactness
-    from rass_theory.stats.harness import DEFAULT_N_BINS
+    from rass_theory.stats.config import DEFAULT_N_BINS
     from rass_theory.stats.power import detectable_ks_distance
 
     rep = check_exactness(verifiers.rass(), K=K, delta=delta, dim=dim, n_samples=1000, alpha=alpha, rng=0,

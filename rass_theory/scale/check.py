@@ -1,7 +1,9 @@
 """The public exactness entry points ``rt.check_exactness`` and ``rt.certify``: backend dispatch.
 
 The harness itself (configuration, NumPy chunk runner, merging, checkpoints, every test) is
-:mod:`rass_theory.stats.harness` / :mod:`rass_theory.stats.certify`; the torch and Dask chunk
+:mod:`rass_theory.stats` (entry points :mod:`~rass_theory.stats.harness` and
+:mod:`~rass_theory.stats.grid`; the options and their defaults, written once, are
+:data:`rass_theory.stats.config.OPTION_DEFAULTS`); the torch and Dask chunk
 runners are :mod:`rass_theory.torch.harness` and :mod:`rass_theory.scale.dask_backend`, which
 import ``stats``.  This module sits on their layer (``scale`` may import ``torch``, ``torch``
 imports no ``scale``): it picks the chunk stream of ``backend`` and hands it down to the stats
@@ -11,8 +13,8 @@ neither torch nor dask.
 """
 from __future__ import annotations
 
+from ..stats import grid as _grid
 from ..stats import harness as _harness
-from ..stats.harness import DEFAULT_CHUNK_SIZE, DEFAULT_N_BINS, DEFAULT_TWO_SAMPLE_SIZE
 
 __all__ = ["check_exactness", "certify", "chunk_stream"]
 
@@ -41,12 +43,7 @@ def chunk_stream(backend):
     return None
 
 
-def check_exactness(verifier, K=None, delta=None, dim=None, n_samples=None, alpha=1e-3, rng=None,
-                    expected_acceptance=None, *, sigma=None, chunk_size=DEFAULT_CHUNK_SIZE, n_directions=None,
-                    n_bins=DEFAULT_N_BINS, two_sample_size=DEFAULT_TWO_SAMPLE_SIZE, n_permutations=None,
-                    false_pass_rate=0.01, backend="numpy", device=None, backend_options=None,
-                    checkpoint=None, checkpoint_every=5, progress=False, dtype=None, regime=None, detect=None,
-                    stop_early=True):
+def check_exactness(verifier, K=None, delta=None, dim=None, **options):
     """Test whether ``verifier`` is exact on heterogeneous synthetic nodes, with stated power.
 
     Parameters
@@ -58,11 +55,11 @@ def check_exactness(verifier, K=None, delta=None, dim=None, n_samples=None, alph
         ``expected_acceptance(K, delta)``.
     K, delta : optional
         The cell.  When either is ``None`` (the default) the run is the default grid
-        (:data:`rass_theory.stats.certify.DEFAULT_CELLS`: ``K in {2, 3, 4, 8}`` (or the verifier's
+        (:data:`rass_theory.stats.grid.DEFAULT_CELLS`: ``K in {2, 3, 4, 8}`` (or the verifier's
         fixed ``K``), a ``dim = 256`` cell and a 2.5-million-row power cell, cheapest first) with
-        one Holm family over every test of every cell, and a
-        :class:`~rass_theory.stats.certify.CertifyResult` is returned; otherwise an
-        :class:`~rass_theory.stats.report.ExactnessReport` of the cell.
+        one Holm family over every test of every cell, and the report's ``cells`` hold one
+        report per cell; otherwise the report of the one cell (both are an
+        :class:`~rass_theory.stats.report.ExactnessReport`).
     dim : int, optional
         Dimension of the cell (default 8), or of every grid cell when given.
     n_samples : int, optional
@@ -108,7 +105,9 @@ def check_exactness(verifier, K=None, delta=None, dim=None, n_samples=None, alph
 
     Returns
     -------
-    ExactnessReport or CertifyResult
+    ExactnessReport
+        ``passed``, ``tests`` (each ``.name .statistic .pvalue``), ``acceptance_rate``; for a grid
+        also ``cells`` (per-cell reports), ``grid_tests`` and ``skipped``.
 
     Notes
     -----
@@ -130,18 +129,14 @@ def check_exactness(verifier, K=None, delta=None, dim=None, n_samples=None, alph
     this covers the pooled laws only, not a defect confined to a share of rows, which is diluted
     by that share.
     """
-    return _harness.check_exactness(
-        verifier, K, delta, dim, n_samples, alpha, rng, expected_acceptance, sigma=sigma, chunk_size=chunk_size,
-        n_directions=n_directions, n_bins=n_bins, two_sample_size=two_sample_size, n_permutations=n_permutations,
-        false_pass_rate=false_pass_rate, backend=backend, device=device, backend_options=backend_options,
-        checkpoint=checkpoint, checkpoint_every=checkpoint_every, progress=progress, dtype=dtype,
-        chunk_stream=chunk_stream(backend), regime=regime, detect=detect, stop_early=stop_early)
+    return _harness.check_exactness(verifier, K, delta, dim, chunk_stream=chunk_stream(options.get("backend", "numpy")),
+                                    **options)
 
 
-def certify(verifier, cells=None, **kwargs):
+def certify(verifier, cells=None, **options):
     """Run :func:`check_exactness` over a grid with the family-wise error held across it.
 
-    See :func:`rass_theory.stats.certify.certify` for the parameters; ``backend`` (default
+    See :func:`rass_theory.stats.grid.certify` for the parameters; ``backend`` (default
     ``"numpy"``) picks the chunk runner of every cell, as for :func:`check_exactness`.
     """
-    return _harness.certify(verifier, cells, chunk_stream=chunk_stream(kwargs.get("backend", "numpy")), **kwargs)
+    return _grid.certify(verifier, cells, chunk_stream=chunk_stream(options.get("backend", "numpy")), **options)

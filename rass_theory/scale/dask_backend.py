@@ -22,7 +22,7 @@ INNER_BACKENDS = ("numpy", "torch")
 def run_one_chunk(verifier, node, spec, inner: str = "numpy", device=None):
     """Run one chunk with the NumPy or the torch runner (the task a Dask worker executes)."""
     if inner == "numpy":
-        from ..stats.harness import run_chunk_numpy
+        from ..stats.chunks import run_chunk_numpy
         return run_chunk_numpy(verifier, node, spec)
     from ..torch.harness import run_chunk_torch
     return run_chunk_torch(verifier, node, spec, device)
@@ -76,7 +76,7 @@ def run_chunks_dask(verifier, node, specs, *, address=None, n_workers: int = 2, 
     n_workers : int
         Workers of the embedded cluster.
     inner : {"numpy", "torch"}
-        Chunk runner used on the workers (:func:`rass_theory.stats.harness.run_chunk_numpy` or
+        Chunk runner used on the workers (:func:`rass_theory.stats.chunks.run_chunk_numpy` or
         :func:`rass_theory.torch.harness.run_chunk_torch` with ``device``).
     processes : bool
         Embedded cluster with worker processes (default) or threads in this process.

@@ -21,7 +21,7 @@ __all__ = ["ExactnessCounts", "VIOLATION_KINDS", "MAX_MESSAGES", "TAIL_NAMES", "
 #: read-only inputs, or returned one of its children unchanged on a row marked not accepted.
 HARNESS_VIOLATIONS = ("other", "raised", "mutated_input", "uncorrected_copy", "states_dtype",
                       "rng_not_advanced", "result_aliased", "sequence_raised")
-#: Kinds found by the calls-in-sequence probe (:func:`rass_theory.stats.harness.sequence_probe`): the
+#: Kinds found by the calls-in-sequence probe (:func:`rass_theory.stats.call_check.sequence_probe`): the
 #: caller's generator did not advance over a call, a later call overwrote an earlier call's result,
 #: or the probe call raised.  They concern the probe's extra calls, so they count calls, not rows.
 SEQUENCE_KINDS = ("rng_not_advanced", "result_aliased", "sequence_raised")

@@ -1,12 +1,14 @@
 """Torch chunk runner of the exactness harness (``check_exactness(..., backend="torch")``).
 
 ``run_chunk_torch(verifier, node, spec, device)`` is the torch twin of
-:func:`rass_theory.stats.harness.run_chunk_numpy`: the chunk's nodes and children are the NumPy
-runner's (:func:`rass_theory.stats.harness.draw_chunk`, so both backends verify the same inputs),
+:func:`rass_theory.stats.chunks.run_chunk_numpy`: the chunk's nodes and children are the NumPy
+runner's (:func:`rass_theory.stats.chunks.draw_chunk`, so both backends verify the same inputs),
 moved to ``device`` in the pass's dtype (``float64``, ``float32`` or ``bfloat16``).  The verifier is
 called on the same batches; its inputs are compared with copies after every call (torch has no
 read-only tensors), so a verifier that writes into them fails with ``mutated_input``.  The
-outputs come back to the host once per call and are counted by the NumPy code
+outputs come back to the host once per call, are checked by the one contract checker
+(:func:`rass_theory.verifiers._contract.contract_check`, through the harness's
+:class:`~rass_theory.stats.call_check.CallChecker`) and counted by the NumPy code
 (:func:`rass_theory.stats.rowstats.counts_from_rows`), so the statistics are the same functions
 of the states on both backends.
 
@@ -19,8 +21,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..stats.call_check import CallChecker, failure_regimes, sequence_probe
+from ..stats.chunks import PROBE_ROWS, call_batches, draw_chunk, fallback_directions, probe_children, probe_sums
 from ..stats.node import sub_seed
+from ..stats.rowstats import counts_from_rows
 from ..stats.streaming import ExactnessCounts
+from ..verifiers._contract import as_host_array
 
 __all__ = ["run_chunk_torch", "torch_chunk_stream", "resolve_device", "torch_seed", "TORCH_DTYPES"]
 
@@ -65,23 +71,6 @@ def _generator(seed: np.random.SeedSequence, device: torch.device) -> torch.Gene
     return gen
 
 
-def _to_numpy(value, name):
-    """A result field as a NumPy array (bfloat16 widened to float32, exactly)."""
-    if isinstance(value, torch.Tensor):
-        t = value.detach()
-        if t.dtype == torch.bfloat16:
-            t = t.to(torch.float32)
-        return t.cpu().numpy()
-    return np.asarray(value)
-
-
-class _HostResult:
-    def __init__(self, result):
-        for name in ("states", "accepted", "child_index"):
-            if hasattr(result, name):
-                setattr(self, name, _to_numpy(getattr(result, name), name))
-
-
 def run_chunk_torch(verifier, node, spec, device=None) -> ExactnessCounts:
     """Run one harness chunk with torch on ``device``.
 
@@ -107,10 +96,6 @@ def run_chunk_torch(verifier, node, spec, device=None) -> ExactnessCounts:
     ``sigma`` is an ``(m,)`` tensor on the main batch and a Python float on the small batches.
     Exceptions raised by the verifier are recorded as violations naming the batch size and dtype.
     """
-    from ..stats.harness import (PROBE_ROWS, CallChecker, _fallback_e, call_batches, draw_chunk, failure_regimes,
-                                 probe_children, probe_sums, sequence_probe)
-    from ..stats.rowstats import counts_from_rows
-
     dev = resolve_device(device)
     if spec.dtype not in TORCH_DTYPES:
         raise ValueError(f"dtype must be one of {tuple(TORCH_DTYPES)}, got {spec.dtype!r}")
@@ -120,7 +105,7 @@ def run_chunk_torch(verifier, node, spec, device=None) -> ExactnessCounts:
     md = torch.as_tensor(rows.mu_draft, device=dev).to(tdt)
     mt = torch.as_tensor(rows.mu_target, device=dev).to(tdt)
     sig = torch.as_tensor(rows.sigma, device=dev).to(tdt)
-    host = {k: _to_numpy(v, k) for k, v in (("children", children), ("md", md), ("mt", mt), ("sig", sig))}
+    host = {k: as_host_array(v) for k, v in (("children", children), ("md", md), ("mt", mt), ("sig", sig))}
     gen = _generator(sub_seed(spec.seed, 1), dev)
     checker = CallChecker(spec.n, node.dim, spec.dtype)
     calls = call_batches(spec)
@@ -156,18 +141,13 @@ def run_chunk_torch(verifier, node, spec, device=None) -> ExactnessCounts:
             checker._note("states_dtype", b - a, f"[states_dtype] result.states has dtype {states_dtype} for {tdt} "
                                                  f"inputs: states must keep the inputs' dtype (batch of {b - a} row(s))")
             continue
-        try:
-            host_result = _HostResult(result)
-        except Exception as exc:  # noqa: BLE001
-            checker.raised(a, b, exc, kind="other")
-            continue
-        checker.record(a, b, host_result, host["children"][a:b])
+        checker.record(a, b, result, host["children"][a:b])
     m = min(PROBE_ROWS, spec.n) if checker.returned else 0   # no probe of a verifier that always raises
     probe = [torch.as_tensor(probe_children(node, rows, spec, m, j), device=dev).to(tdt) for j in range(2)]
     states = None if m == 0 else sequence_probe(lambda j: verifier(probe[j].clone(), md[:m].clone(), mt[:m].clone(), sig[:m].clone(), gen),
                             checker, m, lambda: gen.get_state().numpy().tobytes(), _snapshot, _unchanged,
                             lambda r: _probe_states(r, m, node.dim))
-    frame = node.frame(host["md"], host["mt"], host["sig"], _fallback_e(rows, node))
+    frame = node.frame(host["md"], host["mt"], host["sig"], fallback_directions(rows, node))
     return counts_from_rows(node, frame, checker.states, checker.valid, checker.accepted, rows.group,
                             checker.violations, checker.messages, spec.keep, calls[-1:],
                             probe_sums(node, frame, states))
@@ -200,7 +180,7 @@ def _unchanged(result, snap) -> bool:
 
 def _probe_states(result, m, dim):
     try:
-        st = np.asarray(_to_numpy(result.states, "states"), dtype=np.float64)
+        st = np.asarray(as_host_array(result.states), dtype=np.float64)
     except Exception:  # noqa: BLE001
         return None
     return st if st.shape == (m, dim) else None
@@ -210,6 +190,6 @@ def torch_chunk_stream(verifier, node, specs, cfg):
     """The torch chunk stream of the harness: :func:`run_chunk_torch` on ``cfg.device`` for every
     spec, in order (what ``rt.check_exactness(..., backend="torch")`` runs; picked by
     :mod:`rass_theory.scale.check`, the stream protocol is
-    :func:`rass_theory.stats.harness.numpy_chunk_stream`'s)."""
+    :func:`rass_theory.stats.chunks.numpy_chunk_stream`'s)."""
     for spec in specs:
         yield run_chunk_torch(verifier, node, spec, cfg.device)

@@ -4,7 +4,12 @@ A verifier is any callable ``verifier(children, mu_draft, mu_target, sigma, rng)
 returns must expose ``states (n, d)``, ``accepted (n,)`` of bool and ``child_index (n,)`` of int,
 with ``child_index == -1`` exactly where ``accepted`` is false and, where accepted,
 ``states[i]`` equal bit for bit to ``children[i, child_index[i]]``.  The checker is duck-typed
-so that user code not built on :class:`VerifierResult` is checked the same way.
+so that user code not built on :class:`VerifierResult` is checked the same way, and back-end
+neutral: NumPy arrays and torch tensors (any device; bfloat16 widened to float32, exactly) are
+checked by the same code.  This is the one contract checker: the exactness harness
+(:class:`rass_theory.stats.call_check.CallChecker`) and the NumPy diffusion samplers
+(:func:`rass_theory.diffusion._contract.check_result`) call :func:`contract_check` and add only
+their own clauses.
 """
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ContractViolation", "ContractIssue", "check_contract", "VIOLATION_KINDS"]
+__all__ = ["ContractViolation", "ContractIssue", "ContractCheck", "check_contract", "contract_check",
+           "as_host_array", "VIOLATION_KINDS"]
 
 #: Every kind of violation the checker can report, in the order it checks them.
 VIOLATION_KINDS = (
@@ -65,6 +71,45 @@ class ContractIssue:
         return f"[{self.kind}] {self.message}"
 
 
+@dataclass(frozen=True)
+class ContractCheck:
+    """What :func:`contract_check` found, with the host arrays it checked.
+
+    Attributes
+    ----------
+    issues : list of ContractIssue
+        Empty when the contract holds.
+    states, accepted, child_index : ndarray or None
+        The result's fields as host NumPy arrays (``None`` where a field is missing or cannot be
+        converted).
+    valid : ndarray of bool, shape (n,), or None
+        Rows that satisfy every row-wise clause; ``None`` when a whole-array problem (missing
+        field, shape, dtype) made row-wise checks meaningless.
+    """
+
+    issues: list
+    states: object = None
+    accepted: object = None
+    child_index: object = None
+    valid: object = None
+
+    @property
+    def whole_array(self) -> bool:
+        """A whole-array problem was found (``valid`` is ``None``)."""
+        return self.valid is None
+
+
+def as_host_array(value):
+    """``value`` as a host NumPy array; a torch tensor is detached and copied to the host
+    (bfloat16 widened to float32, exactly).  Duck-typed: torch is never imported here."""
+    if hasattr(value, "detach") and hasattr(value, "cpu") and hasattr(value, "dtype"):
+        t = value.detach()
+        if str(t.dtype) == "torch.bfloat16":
+            t = t.float()
+        return t.cpu().numpy()
+    return np.asarray(value)
+
+
 def _rows_issue(kind: str, mask: np.ndarray, message: str) -> ContractIssue:
     rows = np.flatnonzero(mask)
     examples = tuple(int(r) for r in rows[:5])
@@ -79,8 +124,8 @@ def check_contract(result, children, *, strict: bool = False) -> list:
     result : object
         What the verifier returned; must have attributes ``states``, ``accepted``,
         ``child_index``.
-    children : array_like, shape (n, K, d)
-        The children the verifier was given.
+    children : array_like or tensor, shape (n, K, d)
+        The children the verifier was given (NumPy or torch, as the result's fields).
     strict : bool, default False
         Raise :class:`ContractViolation` (a ``ValueError``) instead of returning the issues.
 
@@ -99,7 +144,18 @@ def check_contract(result, children, *, strict: bool = False) -> list:
     ``states[i] == children[i, child_index[i]]`` exactly (compared after NumPy type promotion, so
     a float32 child stored in a float64 state still counts as a copy).
     """
-    children = np.asarray(children)
+    return _finish(contract_check(result, children).issues, strict)
+
+
+def contract_check(result, children) -> ContractCheck:
+    """Check a verifier's output against the batched contract; return the issues, the host arrays
+    and the per-row validity (see :func:`check_contract` for the clauses, in order).
+
+    ``valid[i]`` holds when row ``i`` is finite, ``-1 <= child_index[i] < K``,
+    ``accepted[i] <=> child_index[i] != -1`` and, where accepted, ``states[i]`` equals
+    ``children[i, child_index[i]]`` bit for bit.
+    """
+    children = as_host_array(children)
     if children.ndim != 3:
         raise ValueError(f"children must have shape (n, K, d), got {children.shape}")
     n, K, d = children.shape
@@ -112,11 +168,11 @@ def check_contract(result, children, *, strict: bool = False) -> list:
                                         f"result of type {type(result).__name__} has no attribute {name!r}", n))
             continue
         try:
-            fields[name] = np.asarray(getattr(result, name))
+            fields[name] = as_host_array(getattr(result, name))
         except Exception as exc:  # noqa: BLE001 - any failure to convert is the user's bug to report
             issues.append(ContractIssue("not_an_array", f"result.{name} cannot be converted to an array: {exc}", n))
     if issues:
-        return _finish(issues, strict)
+        return ContractCheck(issues, *(fields.get(k) for k in ("states", "accepted", "child_index")))
 
     states, accepted, index = fields["states"], fields["accepted"], fields["child_index"]
     for name, arr, shape in (("states", states, (n, d)), ("accepted", accepted, (n,)), ("child_index", index, (n,))):
@@ -129,11 +185,11 @@ def check_contract(result, children, *, strict: bool = False) -> list:
     if index.dtype.kind not in "iu":
         issues.append(ContractIssue("dtype", f"result.child_index must have an integer dtype, got {index.dtype}", n))
     if issues:
-        return _finish(issues, strict)
+        return ContractCheck(issues, states, accepted, index)
 
     finite = np.isfinite(states).all(axis=1)
     if not finite.all():
-        issues.append(_rows_issue("non_finite", ~finite, "result.states holds NaN or infinity"))
+        issues.append(_rows_issue("non_finite", ~finite, "result.states must be finite (it holds NaN or infinity)"))
     in_range = (index >= -1) & (index < K)
     if not in_range.all():
         issues.append(_rows_issue("index_range", ~in_range, f"result.child_index must lie in [-1, K-1] = [-1, {K - 1}]"))
@@ -141,17 +197,20 @@ def check_contract(result, children, *, strict: bool = False) -> list:
     if mismatch.any():
         issues.append(_rows_issue("accepted_index_mismatch", mismatch,
                                   "result.accepted must be True exactly where result.child_index != -1"))
+    valid = finite & in_range & ~mismatch
     check = accepted & in_range & (index >= 0)
     rows = np.flatnonzero(check)
     if rows.size:
         claimed = children[rows, index[rows]]
         same = (states[rows] == claimed).all(axis=1)
+        valid[rows[~same]] = False
         if not same.all():
             bad = np.zeros(n, dtype=bool)
             bad[rows[~same]] = True
             issues.append(_rows_issue("not_a_copy", bad,
-                                      "result.states[i] claims to be children[i, child_index[i]] but differs from it"))
-    return _finish(issues, strict)
+                                      "result.states[i] claims to be children[i, child_index[i]] but differs from it "
+                                      "(where accepted, states must equal that child exactly)"))
+    return ContractCheck(issues, states, accepted, index, valid)
 
 
 def _finish(issues, strict):

@@ -6,7 +6,8 @@ import pytest
 from scipy import stats
 
 import rass_theory as rt
-from rass_theory.stats.certify import CertifyResult, default_cells
+from rass_theory.stats.grid import default_cells
+from rass_theory.stats.report import ExactnessReport
 
 from _stats_stubs import Overdispersed, resample
 
@@ -17,14 +18,14 @@ class TestCertify:
     def test_exact_rule_passes_grid_with_one_family(self):
         res = rt.certify(resample, [(2, 0.0, 3), (4, 0.5, 8), {"K": 1, "delta": 2.0, "dim": 1}], show=False,
                          rng=0, **SMALL)
-        assert isinstance(res, CertifyResult) and res.passed
-        per_cell = [len([t for t in r.tests if t.name != "contract"]) for r in res.reports]
+        assert isinstance(res, ExactnessReport) and res.passed
+        per_cell = [len([t for t in r.tests if t.name != "contract"]) for r in res.cells]
         assert res.n_tests == sum(per_cell) + len(res.grid_tests)
         assert {t.name.split("/")[0] for t in res.grid_tests} == {"grid(dim=1)", "grid(dim=3)", "grid(dim=8)"}
         # grid-wide Holm: adjusted p-values are at least as large as a per-cell Holm would give
-        single = rt.check_exactness(resample, 4, 0.5, 8, rng=res.reports[1].seed, **SMALL)
+        single = rt.check_exactness(resample, 4, 0.5, 8, rng=res.cells[1].seed, **SMALL)
         by_name = {t.name: t for t in single.tests}
-        for a in res.reports[1].tests:
+        for a in res.cells[1].tests:
             b = by_name[a.name]
             assert a.pvalue == b.pvalue and a.pvalue_adjusted >= b.pvalue_adjusted - 1e-15
         assert "certify: PASSED" in str(res) and len(res.to_dict()["cells"]) == 3
@@ -32,7 +33,7 @@ class TestCertify:
 
     def test_wrong_rule_fails_somewhere(self):
         res = rt.certify(Overdispersed(1.1), [(4, 0.5, 8), (4, 0.0, 8)], show=False, rng=0, **SMALL)
-        assert not res.passed and all(not r.passed for r in res.reports)
+        assert not res.passed and all(not r.passed for r in res.cells)
 
     def test_default_cells_and_bad_cells(self):
         cells = default_cells()

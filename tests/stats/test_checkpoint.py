@@ -11,7 +11,7 @@ import pytest
 
 import rass_theory as rt
 from rass_theory.stats.checkpoint import load_checkpoint
-from rass_theory.stats.harness import build_node
+from rass_theory.stats.config import build_node, harness_config
 
 from _stats_stubs import Named, resample
 
@@ -26,9 +26,8 @@ def test_keyboard_interrupt_writes_checkpoint_and_resume_matches(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         rt.check_exactness(Named(resample, interrupt_at=3 * CALLS), checkpoint=path, checkpoint_every=100, **KW)
     assert path.exists()
-    from rass_theory.stats.harness import _config
-    cfg = _config(Named(resample), 4, 0.5, 8, KW["n_samples"], 1e-3, 12, None, None, KW["chunk_size"], None,
-                  KW["n_bins"], KW["two_sample_size"], None, 0.01, "numpy", None, None, path, 100, False)
+    cfg = harness_config(Named(resample), 4, 0.5, 8, n_samples=KW["n_samples"], rng=12, chunk_size=KW["chunk_size"],
+                         n_bins=KW["n_bins"], two_sample_size=KW["two_sample_size"], checkpoint=path, checkpoint_every=100)
     counts, next_chunk, complete = load_checkpoint(path, cfg.fingerprint(), build_node(cfg), 2)
     assert next_chunk == 3 and not complete and counts[0].n_rows == 3 * 2_000  # nothing lost
     resumed = rt.check_exactness(Named(resample), checkpoint=path, **KW)
@@ -63,9 +62,8 @@ def test_killed_subprocess_resumes_bit_for_bit(tmp_path):
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait()
-    from rass_theory.stats.harness import _config
-    cfg = _config(Named(resample), 4, 0.5, 8, KW["n_samples"], 1e-3, 12, None, None, KW["chunk_size"], None,
-                  KW["n_bins"], KW["two_sample_size"], None, 0.01, "numpy", None, None, path, 1, False)
+    cfg = harness_config(Named(resample), 4, 0.5, 8, n_samples=KW["n_samples"], rng=12, chunk_size=KW["chunk_size"],
+                         n_bins=KW["n_bins"], two_sample_size=KW["two_sample_size"], checkpoint=path, checkpoint_every=1)
     _, next_chunk, complete = load_checkpoint(path, cfg.fingerprint(), build_node(cfg), 2)
     assert 1 <= next_chunk < N_CHUNKS and not complete
     resumed = rt.check_exactness(Named(resample), checkpoint=path, **KW)
@@ -117,4 +115,4 @@ def test_default_grid_resumes_every_cell(tmp_path):
     assert (tmp_path / "grid.cell0.npz").exists()
     resumed = rt.check_exactness(Named(resample), checkpoint=path, **kw)
     assert [t.pvalue for t in resumed.tests] == [t.pvalue for t in reference.tests]
-    assert any(r.resumed_from_chunk > 0 for r in resumed.reports)
+    assert any(r.resumed_from_chunk > 0 for r in resumed.cells)

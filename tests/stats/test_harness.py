@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import rass_theory as rt
-from rass_theory.stats.harness import _config, build_node, collect_counts, run_chunk_numpy, run_plan
+from rass_theory.stats.chunks import collect_counts, run_chunk_numpy, run_plan
+from rass_theory.stats.config import build_node, harness_config
 from rass_theory.stats.streaming import ExactnessCounts
 
 from _stats_stubs import Named, Overdispersed, make_reflection, reflection_acceptance, resample, result
@@ -121,8 +122,8 @@ class TestVerdicts:
         assert f"random seed {rep.seed}" in capsys.readouterr().err
 
     def test_chunks_run_separately_merge_to_the_run(self):
-        cfg = _config(resample, 4, 0.5, 8, 20_000, 1e-3, 5, None, None, 5_000, None, 512, 200, None, 0.01,
-                      "numpy", None, None, None, 1, False)
+        cfg = harness_config(resample, 4, 0.5, 8, n_samples=20_000, rng=5, chunk_size=5_000, n_bins=512,
+                             two_sample_size=200, checkpoint_every=1)
         node = build_node(cfg)
         whole, _ = collect_counts(resample, cfg, node)
         specs = run_plan(cfg)

@@ -7,8 +7,9 @@ from scipy import stats
 import rass_theory as rt
 from rass_theory.mutants import MUTANTS
 from rass_theory.stats import tests as T
-from rass_theory.stats import harness as H
-from rass_theory.stats.harness import _config, _family_size
+from rass_theory.stats import family as F
+from rass_theory.stats.config import harness_config
+from rass_theory.stats.family import family_size
 from rass_theory.stats.node import SyntheticNode
 from rass_theory.stats.power import samples_for_distance
 from rass_theory.stats.regime import MAX_GROUPS, regime_from_trace
@@ -61,7 +62,7 @@ class TestRegime:
         assert rep.passed and "regime from dict" in rep.regime and "regime from" in str(rep)
 
     def test_default_grid_with_a_run_like_trace_uses_its_K(self):
-        from rass_theory.stats.certify import default_cells
+        from rass_theory.stats.grid import default_cells
         cells = default_cells(resample, regime=regime_from_trace(_trace()))
         assert {c["K"] for c in cells} == {3}
 
@@ -87,9 +88,8 @@ class TestRegime:
 class TestDetect:
     def test_designed_n_is_printed_and_used(self, capsys):
         rep = rt.check_exactness(resample, detect=0.05, **{k: v for k, v in FAST.items() if k != "n_samples"})
-        cfg = _config(resample, 4, 1.0, 8, 10, 1e-3, 3, None, None, 6_000, None, 256, 0, None, 0.01, "numpy", None,
-                      None, None, 5, False)
-        n = samples_for_distance(0.05, 1e-3, _family_size(cfg), 0.01, 256)
+        cfg = harness_config(resample, 4, 1.0, 8, n_samples=10, rng=3, chunk_size=6_000, n_bins=256, two_sample_size=0)
+        n = samples_for_distance(0.05, 1e-3, family_size(cfg), 0.01, 256)
         assert rep.n_samples == n and rep.detectable_ks_distance <= 0.05
         assert f"n = {n:,}" in capsys.readouterr().err
 
@@ -146,11 +146,10 @@ class TestStudentisedCrossCovariance:
 
 def test_family_size_is_read_from_the_code():
     """The size m of the Holm family (what proofs/S1 quotes) comes from the harness itself."""
-    cfg = _config(resample, 4, 0.5, 8, 1000, 1e-3, 0, None, None, None, None, 4096, 400, None, 0.01, "numpy", None,
-                  None, None, 5, False)
+    cfg = harness_config(resample, 4, 0.5, 8, n_samples=1000, rng=0)
     rep = rt.check_exactness(resample, 4, 0.5, 8, n_samples=1000, chunk_size=1000, rng=0)
-    assert _family_size(cfg) == len([t for t in rep.tests if t.name != "contract"])
-    assert len(H.test_names(cfg)) < _family_size(cfg)
+    assert family_size(cfg) == len([t for t in rep.tests if t.name != "contract"])
+    assert len(F.test_names(cfg)) < family_size(cfg)
 
 
 class TestAssertExact:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rass_theory.stats.harness import call_batches, draw_chunk, run_chunk_numpy
+from rass_theory.stats.chunks import call_batches, draw_chunk, run_chunk_numpy
 from rass_theory.stats.node import SMALL_BATCHES, SyntheticNode, chunk_plan, chunk_seed, spread_deltas
 from rass_theory.stats.streaming import ExactnessCounts
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import rass_theory as rt
-from rass_theory.stats.harness import run_chunk_numpy
+from rass_theory.stats.chunks import run_chunk_numpy
 from rass_theory.stats.node import SyntheticNode, chunk_plan
 from rass_theory.torch import mutants as tm
 from rass_theory.torch import verifiers as tv

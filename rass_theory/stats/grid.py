@@ -11,23 +11,21 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from . import tests as T
-from .harness import (DEFAULT_DTYPES, DEFAULT_N_SAMPLES, _config, _family_size, build_node, collect_counts,
-                      contract_violated, make_report, permutations_for, raw_tests, tail_test_names, tail_tests)
-from .report import StatisticalTest
+from .chunks import collect_counts
+from .config import (DEFAULT_DTYPES, DEFAULT_N_SAMPLES, build_node, check_detect, check_options, check_regime,
+                     harness_config, seed_entropy)
+from .family import contract_violated, family_size, permutations_for, raw_tests, tail_test_names, tail_tests
+from .node import stream_seed
+from .power import detectable_ks_distance, samples_for_distance
+from .report import ExactnessReport, StatisticalTest
+from .verdict import make_report
 
-__all__ = ["certify", "CertifyResult", "default_cells", "POWER_SCOPE"]
-
-#: What the stated power covers, printed with every grid result.
-POWER_SCOPE = ("Stated power (detectable KS distance per cell) covers each tested statistic's law pooled over the "
-               "cell's rows (float64 pass); a defect confined to some rows (the correction branch, one delta "
-               "group, one dtype) is diluted by their share, and laws outside the tested statistics (other "
-               "directions, dependence beyond row pairs (i, i+1), (i, i+n/2)) carry no power guarantee.")
-
+__all__ = ["certify", "default_cells", "DEFAULT_CELLS"]
 
 #: The default grid, cheapest cells first (the run stops at the first cell that decides a
 #: failure).  Every cell spreads its rows over tiny, middle and large deltas and over
@@ -109,128 +107,6 @@ def _normalise_cells(cells) -> list:
     return out
 
 
-@dataclass(frozen=True)
-class CertifyResult:
-    """Verdict of :func:`certify`.
-
-    Attributes
-    ----------
-    passed : bool
-        Every cell passed (Holm over the whole grid at level ``alpha``).
-    alpha : float
-    reports : tuple of ExactnessReport
-        One per cell, with grid-wide Holm-adjusted p-values.
-    grid_tests : tuple of StatisticalTest
-        Far-tail tests pooled over every cell and pass (part of the same Holm family).
-    skipped : tuple of (K, delta, dim)
-        Cells not run because an earlier cell decided the failure (``stop_early``).
-    regime : str
-        The law of the rows' ``(delta, sigma, ||mu_draft||/sigma)`` (default or recorded).
-    n_tests : int
-        Size of the grid-wide Holm family.
-    elapsed_seconds : float
-    """
-
-    passed: bool
-    alpha: float
-    reports: tuple
-    n_tests: int
-    elapsed_seconds: float
-    seed: int = 0
-    grid_tests: tuple = ()
-    skipped: tuple = ()
-    regime: str = ""
-
-    @property
-    def tests(self) -> tuple:
-        """Every test: each cell's, named ``"K=<K>,delta=<delta>/<test>"``, then the grid-pooled
-        far-tail tests ``"grid/<test>"`` (grid-wide Holm p-values)."""
-        return tuple(replace(t, name=f"K={r.K},delta={r.delta:g}/{t.name}")
-                     for r in self.reports for t in r.tests) + tuple(self.grid_tests)
-
-    @property
-    def failed_tests(self) -> tuple:
-        return tuple(t for t in self.tests if not t.passed)
-
-    @property
-    def acceptance_rate(self) -> float:
-        """Acceptance at the named delta of the first cell (see each report for the others)."""
-        return self.reports[0].acceptance_rate
-
-    @property
-    def correction_fraction(self) -> float:
-        """Fraction of all valid rows of the grid that took the correction branch."""
-        rows = sum(r.n_valid * len(r.dtypes) for r in self.reports)
-        return sum(r.correction_fraction * r.n_valid * len(r.dtypes) for r in self.reports) / rows if rows else float("nan")
-
-    def _rows(self):
-        for r in self.reports:
-            stat = [t for t in r.tests if t.name != "contract"]
-            worst = min(stat, key=lambda t: (np.nan_to_num(t.pvalue_adjusted, nan=1.0)))
-            exp = "n/a" if r.expected_acceptance is None else f"{r.expected_acceptance:.5f}"
-            failed = ", ".join(t.name for t in r.failed_tests) or "-"
-            yield (str(r.K), f"{r.delta:g}", str(r.dim), f"{r.n_samples:,}", f"{r.acceptance_rate:.5f}", exp,
-                   f"{r.correction_fraction:.1%}", f"{worst.name} {worst.pvalue_adjusted:.3g}",
-                   f"{r.detectable_ks_distance:.4f}", f"{r.elapsed_seconds:.1f}", "pass" if r.passed else "FAIL",
-                   failed)
-
-    _HEADER = ("K", "delta", "dim", "n", "acceptance", "exact", "corrections", "smallest p (Holm, grid)",
-               "detectable KS", "s/cell", "result", "failed tests")
-
-    def to_table(self) -> str:
-        rows = [self._HEADER] + list(self._rows())
-        widths = [max(len(r[i]) for r in rows) for i in range(len(self._HEADER))]
-        head = (f"certify: {'PASSED' if self.passed else 'FAILED'} over {len(self.reports)} cells, "
-                f"{self.n_tests} tests, family-wise alpha={self.alpha:g} (Holm), {self.elapsed_seconds:.1f} s, "
-                f"seed {self.seed}; {self.correction_fraction:.1%} of rows took the correction branch\n"
-                + self._regime_line() + POWER_SCOPE)
-        lines = [head] + ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
-        return "\n".join(lines + [self._grid_line()] + ([self._skipped_line()] if self.skipped else []))
-
-    def _regime_line(self) -> str:
-        return f"rows: {self.regime}\n" if self.regime else ""
-
-    def _skipped_line(self) -> str:
-        cells = ", ".join(f"K={k},delta={d:g},dim={m}" for k, d, m in self.skipped)
-        return (f"stopped early: an earlier cell's p-value fell below alpha/m, which Holm rejects whatever the rest "
-                f"gives; not run: {cells}")
-
-    def _grid_line(self) -> str:
-        if not self.grid_tests:
-            return ""
-        worst = min(self.grid_tests, key=lambda t: np.nan_to_num(t.pvalue_adjusted, nan=1.0))
-        failed = ", ".join(t.name for t in self.grid_tests if not t.passed) or "-"
-        return (f"far tails pooled over the grid ({len(self.grid_tests)} tests): smallest p (Holm) "
-                f"{worst.name} {worst.pvalue_adjusted:.3g} ({worst.detail}); failed: {failed}")
-
-    def __str__(self) -> str:
-        return self.to_table()
-
-    def to_rich_table(self):
-        from rich.table import Table
-
-        verifier = self.reports[0].verifier_name if self.reports else "?"
-        table = Table(title=f"certify {verifier}: {'PASSED' if self.passed else 'FAILED'} "
-                            f"(Holm over {self.n_tests} tests, alpha={self.alpha:g}, seed {self.seed}; "
-                            f"{self.correction_fraction:.1%} of rows took the correction branch)",
-                      caption=self._grid_line() + "\n" + self._regime_line() + POWER_SCOPE
-                      + ("\n" + self._skipped_line() if self.skipped else ""),
-                      title_justify="left", caption_justify="left")
-        for col in self._HEADER:
-            table.add_column(col)
-        for row in self._rows():
-            row = list(row)
-            row[10] = "[green]pass[/green]" if row[10] == "pass" else "[bold red]FAIL[/bold red]"
-            table.add_row(*row)
-        return table
-
-    def to_dict(self) -> dict:
-        return {"passed": self.passed, "alpha": self.alpha, "n_tests": self.n_tests, "seed": self.seed,
-                "correction_fraction": self.correction_fraction, "power_scope": POWER_SCOPE,
-                "elapsed_seconds": self.elapsed_seconds, "cells": [r.to_dict() for r in self.reports],
-                "regime": self.regime, "skipped": [list(c) for c in self.skipped]}
-
-
 def _cell_checkpoint(path, i):
     if path is None:
         return None
@@ -238,9 +114,7 @@ def _cell_checkpoint(path, i):
     return f"{root}.cell{i}{ext or '.npz'}"
 
 
-def certify(verifier, cells=None, *, n_samples=None, alpha=1e-3, rng=None, show=True, console=None,
-            checkpoint=None, checkpoint_every=5, dtype=None, chunk_stream=None, regime=None, detect=None,
-            stop_early=True, **kwargs) -> CertifyResult:
+def certify(verifier, cells=None, *, show=True, console=None, chunk_stream=None, **options) -> ExactnessReport:
     """Check ``verifier`` on every cell of a grid with the family-wise error held across it.
 
     Parameters
@@ -275,13 +149,16 @@ def certify(verifier, cells=None, *, n_samples=None, alpha=1e-3, rng=None, show=
     console : rich.console.Console, optional
     checkpoint : path, optional
         Cell ``i`` checkpoints to ``<stem>.cell<i><suffix>``; a rerun resumes every cell.
-    **kwargs
-        Any other keyword of ``check_exactness`` (e.g. ``chunk_size``, ``sigma``, ``backend``),
-        applied to every cell.
+    **options
+        Any other option of ``check_exactness`` (:data:`rass_theory.stats.config.OPTION_DEFAULTS`,
+        e.g. ``chunk_size``, ``sigma``, ``backend``), applied to every cell.
 
     Returns
     -------
-    CertifyResult
+    ExactnessReport
+        The grid's result: ``cells`` holds one report per cell run (grid-wide Holm p-values),
+        ``tests`` every cell's tests (named ``"K=<K>,delta=<delta>/<test>"``) and the grid-pooled
+        far tails (``grid_tests``), ``skipped`` the cells not run.
 
     Notes
     -----
@@ -292,45 +169,35 @@ def certify(verifier, cells=None, *, n_samples=None, alpha=1e-3, rng=None, show=
     ``m``.  Tests of cells skipped by ``stop_early`` enter the family with p-value 1.
     """
     t0 = time.perf_counter()
-    from .harness import _seed_entropy, check_detect, check_regime
-    from .node import stream_seed
-
-    regime = check_regime(regime)
-    detect = check_detect(detect, kwargs.get("n_bins", 4096))
+    o = check_options(options, "certify")
+    regime = check_regime(o["regime"])
+    detect = check_detect(o["detect"], o["n_bins"])
+    alpha, n_samples, dtype = o["alpha"], o["n_samples"], o["dtype"]
     cells = default_cells(verifier, regime=regime) if cells is None else _normalise_cells(cells)
-    root = _seed_entropy(rng)
-    if rng is None:
+    root = seed_entropy(o["rng"])
+    if o["rng"] is None:
         print(f"certify: random seed {root} (pass rng={root} to reproduce)", file=sys.stderr)
-    user_perms = kwargs.pop("n_permutations", None)
-    expected = kwargs.pop("expected_acceptance", None)
-    known = {"sigma", "chunk_size", "n_directions", "n_bins", "two_sample_size", "false_pass_rate", "backend",
-             "device", "backend_options", "progress"}
-    unknown = set(kwargs) - known
-    if unknown:
-        raise TypeError(f"certify got unexpected keyword argument(s) {sorted(unknown)}")
+    user_perms = o["n_permutations"]
+    shared = {k: v for k, v in options.items() if k not in ("n_samples", "dtype", "rng", "checkpoint", "regime",
+                                                            "detect", "stop_early")}
     cfgs = []
     for i, cell in enumerate(cells):
         n_cell = n_samples if n_samples is not None else cell.get("n_samples", DEFAULT_N_SAMPLES)
         dt_cell = dtype if dtype is not None else cell.get("dtype", DEFAULT_DTYPES)
-        cfgs.append(_config(verifier, cell["K"], cell["delta"], cell["dim"], n_cell, alpha, stream_seed(root, (4, i)),
-                            expected, kwargs.get("sigma"), kwargs.get("chunk_size", None), kwargs.get("n_directions"),
-                            kwargs.get("n_bins", 4096), kwargs.get("two_sample_size", 400), user_perms,
-                            kwargs.get("false_pass_rate", 0.01), kwargs.get("backend", "numpy"),
-                            kwargs.get("device"), kwargs.get("backend_options"), _cell_checkpoint(checkpoint, i),
-                            checkpoint_every, kwargs.get("progress", False), dt_cell, regime=regime))
+        cfgs.append(harness_config(verifier, cell["K"], cell["delta"], cell["dim"], **shared, n_samples=n_cell,
+                                   dtype=dt_cell, rng=stream_seed(root, (4, i)),
+                                   checkpoint=_cell_checkpoint(o["checkpoint"], i), regime=regime))
 
-    def family_size(cs):
-        m = sum(_family_size(c) for c in cs)   # every cell's own tests and far tails
+    def grid_family_size(cs):
+        m = sum(family_size(c) for c in cs)   # every cell's own tests and far tails
         return m + sum(len(tail_test_names(dim, nd)) for dim, nd in {(c.dim, c.n_directions) for c in cs})
 
-    m_total = family_size(cfgs)
+    m_total = grid_family_size(cfgs)
     if detect is not None:
-        from .power import detectable_ks_distance, samples_for_distance
-
         k = max(i for i, c in enumerate(cells) if c.get("power", False) or i == len(cells) - 1)
         n_design = max(2, samples_for_distance(detect, alpha, m_total, cfgs[k].false_pass_rate, cfgs[k].n_bins))
         cfgs[k] = replace(cfgs[k], n_samples=n_design)
-        m_total = family_size(cfgs)
+        m_total = grid_family_size(cfgs)
         achieved = detectable_ks_distance(n_design, alpha, m_total, cfgs[k].false_pass_rate, cfgs[k].n_bins)
         print(f"certify: detect={detect:g} -> n = {n_design:,} rows per dtype pass in cell {k} (K={cfgs[k].K}, "
               f"delta={cfgs[k].delta:g}, dim={cfgs[k].dim}): detects a pooled KS distance >= {achieved:.4g} with "
@@ -344,11 +211,11 @@ def certify(verifier, cells=None, *, n_samples=None, alpha=1e-3, rng=None, show=
         node = build_node(cfg)
         t_cell = time.perf_counter()
         counts, start = collect_counts(verifier, cfg, node, chunk_stream)
-        raw = raw_tests(counts, node, cfg) + tail_tests(counts, node.dim, node.n_directions)
+        raw = raw_tests(counts, cfg) + tail_tests(counts, node.dim, node.n_directions)
         runs.append((cfg, node, counts, raw, start, time.perf_counter() - t_cell))
         decisive = any(t.pvalue <= alpha / m_total for _, t in raw if not np.isnan(t.pvalue))
         decisive = decisive or counts[0].n_rows > 0 and contract_violated(counts)
-        if stop_early and decisive and i < len(cfgs) - 1:
+        if o["stop_early"] and decisive and i < len(cfgs) - 1:
             skipped = tuple((c.K, c.delta, c.dim) for c in cfgs[i + 1:])
             break
     # far tails pooled over the grid (cells of one dimension pool together)
@@ -374,8 +241,9 @@ def certify(verifier, cells=None, *, n_samples=None, alpha=1e-3, rng=None, show=
                        for (name, t), pa, rj in zip(grid_raw, p_adj[offset:], reject[offset:]))
     passed = all(r.passed for r in reports) and all(t.passed for t in grid_tests) and not skipped
     regime_text = build_node(cfgs[0]).describe_regime() if cfgs else ""
-    result = CertifyResult(passed, alpha, tuple(reports), m_total, time.perf_counter() - t0, root, grid_tests,
-                           skipped=skipped, regime=regime_text)
+    result = ExactnessReport.from_cells(tuple(reports), passed=passed, alpha=alpha, n_tests=m_total,
+                                        elapsed_seconds=time.perf_counter() - t0, seed=root, grid_tests=grid_tests,
+                                        skipped=skipped, regime=regime_text)
     if show:
         if console is None:
             from rich.console import Console
