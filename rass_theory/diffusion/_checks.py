@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_target", "check_backend", "check_bool", "unfinished_rows", "BACKENDS", "PREFETCH_MODES"]
+__all__ = ["check_target", "check_backend", "check_bool", "unfinished_rows", "SAMPLER_BACKENDS", "PREFETCH_MODES"]
 
 #: sampler back ends (the array type the chain runs in)
-BACKENDS = ("numpy", "torch")
+SAMPLER_BACKENDS = ("numpy", "torch")
 #: how the next round's frozen draft velocity is chosen (P9 section 3)
 PREFETCH_MODES = ("nearest", "parent", "none")
 
@@ -25,8 +25,8 @@ def check_target(target):
 
 def check_backend(backend) -> str:
     """Validate a sampler backend name (``"numpy"`` or ``"torch"``)."""
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if not isinstance(backend, str) or backend not in SAMPLER_BACKENDS:
+        raise ValueError(f"backend must be one of {list(SAMPLER_BACKENDS)}, got {backend!r}")
     return backend
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_generator, check_positive_int
-from ._checks import BACKENDS, check_backend, check_bool, check_target
+from ._checks import check_backend, check_bool, check_target
 from .kernel import plain_kernel
 from .trajectories import PlainSampleResult, TrajectoryRecorder
 
-__all__ = ["plain_sample", "check_target", "check_backend", "check_bool", "BACKENDS"]
+__all__ = ["plain_sample"]
 
 def plain_sample(target, n_samples: int, n_steps: int = 30, churn: float = 0.06, rng=None,
                  *, kind: str = "sde", protocol: str = "default", chunk_size: int = 4096,

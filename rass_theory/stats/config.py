@@ -21,7 +21,7 @@ from .node import DTYPES, SyntheticNode
 __all__ = ["HarnessConfig", "OPTION_DEFAULTS", "harness_config", "check_options", "build_node", "verifier_name",
            "seed_entropy", "check_regime", "check_detect", "check_dtypes", "resolve_expected_acceptance",
            "DEFAULT_N_SAMPLES", "DEFAULT_CHUNK_SIZE", "DEFAULT_N_BINS", "DEFAULT_TWO_SAMPLE_SIZE", "DEFAULT_DTYPES",
-           "BACKENDS"]
+           "HARNESS_BACKENDS"]
 
 #: Rows per dtype pass of one cell.  The default grid (6 cells x 2 dtypes) of an exact rule runs
 #: in under a minute on two cores (``bench/harness_mutants.py`` prints the time per cell) and
@@ -32,7 +32,8 @@ DEFAULT_N_BINS = 4096
 DEFAULT_TWO_SAMPLE_SIZE = 400
 DEFAULT_DTYPES = ("float64", "float32")
 N_CHI2_BINS = 32
-BACKENDS = ("numpy", "torch", "dask")
+#: chunk runners of the harness (``backend=``): NumPy, torch, Dask
+HARNESS_BACKENDS = ("numpy", "torch", "dask")
 
 
 
@@ -226,8 +227,8 @@ def harness_config(verifier, K, delta, dim, **options) -> HarnessConfig:
     if not callable(verifier):
         raise TypeError(f"verifier must be callable (children, mu_draft, mu_target, sigma, rng), "
                         f"got {type(verifier).__name__}")
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend not in HARNESS_BACKENDS:
+        raise ValueError(f"backend must be one of {HARNESS_BACKENDS}, got {backend!r}")
     if device is not None and backend == "numpy":
         raise ValueError("device is only used by backend='torch' or 'dask'; got device with backend='numpy'")
     dtypes = check_dtypes(dtype, backend)
