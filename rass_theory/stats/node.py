@@ -534,7 +534,7 @@ class EdgeBinner:
             cb += self.offset
             np.clip(cb, 0.0, top, out=cb)
             cib[...] = cb
-            np.take(self.table, cib, out=rb)
+            np.take(self.table, cib, out=rb, mode="clip")   # indices are in range; "raise" would buffer
             near = np.flatnonzero(rb < 0)
             if near.size:
                 b = -rb[near] - 1

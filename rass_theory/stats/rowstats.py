@@ -151,10 +151,12 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
             pe = e @ basis.T
             pz = y @ basis.T - tb[:, None] * pe
         t2 = tb * tb
-        for q, (c, w) in enumerate(((tb, t2), (t2 - 1.0, (t2 - 1.0) ** 2))):
-            xs[q] += c @ pz
-            w_sum[q] += w.sum()
-            xm[q] -= (pe * w[:, None]).T @ pe
+        c1 = t2 - 1.0
+        cw = np.stack([tb, c1, t2, c1 * c1])      # the two statistics' coefficients and weights, (4, m)
+        xs += cw[:2] @ pz
+        w_sum += cw[2:].sum(axis=1)
+        for q in range(2):
+            xm[q] -= (pe * cw[2 + q][:, None]).T @ pe
     out["proj_counts"] += proj_counts.reshape(P, NB)
     out["xcov_sums"] += xs
     for q in range(2):
