@@ -45,6 +45,7 @@ from scipy.optimize.elementwise import find_root
 from scipy.special import erf, erfc, erfcx, log_ndtr, ndtr, ndtri_exp
 
 from .._validation import check_delta, check_K
+from ..backend import get_backend
 
 __all__ = ["CERTIFICATE_TOL", "ListRuleCertificateError", "ListRuleParams", "OptimalListRule",
            "optimal_list_acceptance", "optimal_list_rule", "solve_list_rule", "rule_params"]
@@ -60,14 +61,43 @@ _SQRT1_2 = 0.70710678118654752440
 # ---------------------------------------------------------------------------------------------
 
 
+def _nan_to(nx, x, value):
+    """``x`` with NaN replaced by ``value`` (either back end)."""
+    return nx.where(x != x, value, x)
+
+
 def _log_Phi(x):
     """``log Phi(x)`` with relative accuracy everywhere: ``log1p(-Q(x))`` for ``x > 0``.
 
     (``scipy.special.log_ndtr`` evaluates ``log(ndtr(x))`` on ``(0, 6]``, whose relative error
-    ``eps / Q(x)`` is ``1e-7`` at ``x = 6``.)
+    ``eps / Q(x)`` is ``1e-7`` at ``x = 6``.)  Torch's ``log_ndtr`` is already
+    ``log1p(-erfc(x/sqrt 2)/2)`` right of ``-1`` (relatively accurate where ``Phi`` is near 1, and
+    more accurate there than ``log1p`` of torch's ``ndtr``), so torch uses it directly.
     """
+    nx = get_backend(x)
+    if nx.name == "torch":
+        return nx.log_ndtr(x)
     with np.errstate(divide="ignore"):
-        return np.where(x > 0, np.log1p(-ndtr(-np.abs(x))), log_ndtr(np.minimum(x, 0.0)))
+        return nx.where(x > 0, nx.log1p(-nx.ndtr(-nx.abs(x))), nx.log_ndtr(nx.minimum(x, 0.0)))
+
+
+def ndtri_exp_nx(lp):
+    """``Phi^{-1}(exp(lp))`` for ``lp <= 0`` on either back end.
+
+    NumPy: :func:`scipy.special.ndtri_exp`.  Torch: ``ndtri(exp(lp))`` where ``exp(lp) > 1e-300``,
+    else 8 Newton steps on ``log Phi(x) = lp`` from ``-sqrt(-2 lp - log(-2 lp) - log 2 pi)``
+    (quadratic convergence in the far tail), merged with ``where`` (no host synchronisation).
+    """
+    nx = get_backend(lp)
+    if nx.name == "numpy":
+        return ndtri_exp(lp)
+    direct = nx.ndtri(nx.clip(nx.exp(lp), 1e-300, None))
+    y = -2.0 * nx.clip(lp, None, -690.0)
+    x = -nx.sqrt(y - nx.log(y) - 2 * _LOG_SQRT_2PI)
+    for _ in range(8):
+        lpx = nx.log_ndtr(x)
+        x = x - (lpx - lp) * nx.exp(lpx + 0.5 * x * x + _LOG_SQRT_2PI)
+    return nx.where(lp < math.log(1e-300), x, direct)
 
 
 def _psi(x):
@@ -77,14 +107,15 @@ def _psi(x):
     (``r = 1`` once ``Q < 1e-300``), so ``psi = log Q + log r`` with ``log Q = log_ndtr(-x)``
     (asymptotic series in the far tail): no underflow where ``Phi`` rounds to 1.
     """
+    nx = get_backend(x)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        lq = log_ndtr(-np.abs(x))
-        q = np.exp(lq)
+        lq = nx.log_ndtr(-nx.abs(x))
+        q = nx.exp(lq)
         tiny = q < 1e-300
-        r = np.where(tiny, 1.0, -np.log1p(-q) / np.where(tiny, 1.0, q))
-        right = lq + np.log(r)
-        left = np.log(-log_ndtr(np.minimum(x, 0.0)))
-    return np.where(x > 0, right, left)
+        r = nx.where(tiny, 1.0, -nx.log1p(-q) / nx.where(tiny, 1.0, q))
+        right = lq + nx.log(r)
+        left = nx.log(-nx.log_ndtr(nx.minimum(x, 0.0)))
+    return nx.where(x > 0, right, left)
 
 
 def _h(t, K, delta):
@@ -121,10 +152,11 @@ def _newton_convex(t, K, delta, *, from_right: bool, max_iter: int = 200):
 
 def _log_r(x):
     """``log(-log1p(-Q(x)) / Q(x))`` for ``x > 0`` (in ``[0, 0.33]``; ``0`` once ``Q < 1e-300``)."""
+    nx = get_backend(x)
     with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-        q = ndtr(-np.abs(x))
+        q = nx.ndtr(-nx.abs(x))
         tiny = q < 1e-300
-        return np.where(tiny, 0.0, np.log(-np.log1p(-q) / np.where(tiny, 1.0, q)))
+        return nx.where(tiny, 0.0, nx.log(-nx.log1p(-q) / nx.where(tiny, 1.0, q)))
 
 
 def _S_tail(t, K, delta):
@@ -134,10 +166,11 @@ def _S_tail(t, K, delta):
     ``S = delta t - delta^2/2 - log K + log(erfcx((t-delta)/sqrt 2)/erfcx(t/sqrt 2))
     + log r(t - delta) - log r(t)`` with no term of size ``t^2``.
     """
+    nx = get_backend(t)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        x, y = np.maximum(t - delta, 0.0), np.maximum(t, 0.0)
-        return (delta * t - 0.5 * delta * delta - np.log(K) + np.log(erfcx(x * _SQRT1_2) / erfcx(y * _SQRT1_2))
-                + _log_r(x) - _log_r(y))
+        x, y = nx.maximum(t - delta, 0.0), nx.maximum(t, 0.0)
+        return (delta * t - 0.5 * delta * delta - nx.log(K)
+                + nx.log(nx.erfcx(x * _SQRT1_2) / nx.erfcx(y * _SQRT1_2)) + _log_r(x) - _log_r(y))
 
 
 def _sign_D(t, K, delta):
@@ -170,17 +203,18 @@ def _log_E_parts(t, K, delta):
     Every term is computed with relative accuracy, so ``D`` inherits only the conditioning of
     the difference itself.
     """
+    nx = get_backend(t)
     L1a = K * _log_Phi(t)
     small = L1a < -_LOG2
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         direct = _log_Phi(t - delta) - L1a
-        LQ = log_ndtr(delta - t)
-        y_log = np.log(K) + _psi(t)
-        y = -np.exp(y_log)
-        tiny = np.abs(y) < 1e-300
-        l_ratio = np.log(np.where(tiny, 1.0, np.expm1(y) / np.where(tiny, -1.0, y)))
-        comp = np.where(t - delta > 0, -_S_tail(t, K, delta) + _log_r(t - delta) + l_ratio, y_log + l_ratio - LQ)
-    return np.where(small, L1a, LQ), np.where(small, direct, comp)
+        LQ = nx.log_ndtr(delta - t)
+        y_log = nx.log(K) + _psi(t)
+        y = -nx.exp(y_log)
+        tiny = nx.abs(y) < 1e-300
+        l_ratio = nx.log(nx.where(tiny, 1.0, nx.expm1(y) / nx.where(tiny, -1.0, y)))
+        comp = nx.where(t - delta > 0, -_S_tail(t, K, delta) + _log_r(t - delta) + l_ratio, y_log + l_ratio - LQ)
+    return nx.where(small, L1a, LQ), nx.where(small, direct, comp)
 
 
 def _D(t, K, delta):
@@ -254,6 +288,14 @@ class ListRuleParams:
         """The parameters as ``(n, 1)`` columns, to broadcast against ``(n, K)`` scores."""
         return ListRuleParams(*(getattr(self, f)[:, None] for f in self.__dataclass_fields__))
 
+    def on(self, like) -> ListRuleParams:
+        """The parameters as float64 arrays of ``like``'s back end and device (``self`` for NumPy)."""
+        nx = get_backend(like)
+        if nx.name == "numpy":
+            return self
+        return ListRuleParams(*(nx.constant(np.asarray(getattr(self, f), dtype=np.float64), like)
+                                for f in self.__dataclass_fields__))
+
     def failed_checks(self) -> list[tuple[int, str]]:
         """``(row, reason)`` for every row that fails a check of P10.6 (empty when all pass)."""
         masks = _check_masks(self)
@@ -316,9 +358,10 @@ def _row_reason(p: ListRuleParams, i: int, masks=None) -> str:
 
 def _log_E(t, K, delta):
     """``log D(t)``, ``D(t) = Phi(t)^K - Phi(t - delta) > 0`` for ``t`` in ``(t_a, inf)`` (:func:`_log_E_parts`)."""
+    nx = get_backend(t)
     L1, delta_ = _log_E_parts(t, K, delta)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return L1 + np.log(-np.expm1(delta_))
+        return L1 + nx.log(-nx.expm1(delta_))
 
 
 def _J(t, K, delta):
@@ -423,25 +466,28 @@ def solve_list_rule(K, delta) -> ListRuleParams:
 # ---------------------------------------------------------------------------------------------
 
 
-def log_selected_ratio(p: ListRuleParams, s: np.ndarray) -> np.ndarray:
+def log_selected_ratio(p: ListRuleParams, s):
     """``log(g*(s) / phi(s))`` per row: ``delta s - delta^2/2`` below ``t_a``, else ``log K + (K-1) log Phi(s)``."""
+    nx = get_backend(s)
     below = s < p.t_keep
-    return np.where(below, p.delta * s - 0.5 * p.delta ** 2, np.log(p.K) + (p.K - 1) * log_ndtr(s))
+    return nx.where(below, p.delta * s - 0.5 * p.delta ** 2, nx.log(p.K) + (p.K - 1) * nx.log_ndtr(s))
 
 
-def log_accept_ratio(p: ListRuleParams, s: np.ndarray) -> np.ndarray:
+def log_accept_ratio(p: ListRuleParams, s):
     """``log(f(s) / g*(s))``: ``0`` below ``t_a``, else ``delta s - delta^2/2 - log K - (K-1) log Phi(s)``."""
+    nx = get_backend(s)
     below = s < p.t_keep
-    return np.where(below, 0.0, p.delta * s - 0.5 * p.delta ** 2 - np.log(p.K) - (p.K - 1) * log_ndtr(s))
+    return nx.where(below, 0.0, p.delta * s - 0.5 * p.delta ** 2 - nx.log(p.K) - (p.K - 1) * nx.log_ndtr(s))
 
 
-def selected_cdf(p: ListRuleParams, s: np.ndarray) -> np.ndarray:
+def selected_cdf(p: ListRuleParams, s):
     """``G*(s)``: ``Phi(s - delta)`` below ``t_a``, ``Phi(s)^K`` from ``t_a`` on."""
+    nx = get_backend(s)
     below = s < p.t_keep
-    return np.where(below, ndtr(s - p.delta), np.exp(p.K * log_ndtr(s)))
+    return nx.where(below, nx.ndtr(s - p.delta), nx.exp(p.K * nx.log_ndtr(s)))
 
 
-def fake_probability(p: ListRuleParams, s: np.ndarray) -> np.ndarray:
+def fake_probability(p: ListRuleParams, s):
     """``q(s)``: probability that a child at ``s`` is given a fake score (``0`` for ``s >= t_a``).
 
     ``p``'s fields broadcast against ``s`` (one row of parameters, or a column per row).
@@ -460,46 +506,64 @@ def fake_probability(p: ListRuleParams, s: np.ndarray) -> np.ndarray:
 
 def _fake_q(K, delta, lc, log_M, t_keep, s):
     """:func:`fake_probability` on bare arrays (the hot loop of :func:`draw_fake_scores`)."""
+    nx = get_backend(s)
     below = s < t_keep
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        big_M = np.exp(log_M)
-        m = np.exp(delta * s - (0.5 * delta * delta + np.log(K) + (K - 1) * lc))
-        lcdf = log_ndtr(s)
-        a = np.exp((K - 1) * (lcdf - lc))  # one exp: Phi(s)^(K-1) and c^(1-K) may under/overflow
+        big_M = nx.exp(log_M)
+        m = nx.exp(delta * s - (0.5 * delta * delta + nx.log(K) + (K - 1) * lc))
+        lcdf = nx.log_ndtr(s)
+        a = nx.exp((K - 1) * (lcdf - lc))  # one exp: Phi(s)^(K-1) and c^(1-K) may under/overflow
         den = big_M - a
         q = (m - a) / den
-        near = np.abs(den) < 1e-7 * big_M
-        if np.any(near):
-            limit = 1.0 - delta * np.exp(lcdf + 0.5 * s * s + _LOG_SQRT_2PI) / np.maximum(K - 1, 1)
-            q = np.where(near, limit, q)
-        if np.any(delta == 0):
-            q = np.where(delta == 0, 1.0, q)
-    return np.where(below, np.clip(np.nan_to_num(q, nan=0.0), 0.0, 1.0), 0.0)
+        limit = 1.0 - delta * nx.exp(lcdf + 0.5 * s * s + _LOG_SQRT_2PI) / nx.maximum(K - 1, 1.0)
+        q = nx.where(nx.abs(den) < 1e-7 * big_M, limit, q)
+        q = nx.where(delta == 0, 1.0, q)
+    return nx.where(below, nx.clip(_nan_to(nx, q, 0.0), 0.0, 1.0), 0.0)
 
 
 def _proposal(p: ListRuleParams):
     """Per-row constants of the fake-score proposal (see :func:`draw_fake_scores`).
 
-    Returns ``(b, log_m0, log Phi(b), log Phi(b - delta), logit P(low part))`` with
+    Returns ``(b, log_m0, log Phi(b), log Phi(b - delta), P(low part), log(c - Phi(b)))`` with
     ``log_m0 = log 2 - log K - (K-1) log c - log M`` (so ``2 m(x)/M = exp(log_m0 + delta x - delta^2/2)``).
     """
     K, delta, lc, lM = p.K, p.delta, p.log_c, p.log_M
+    nx = get_backend(delta)
     pos = delta > 0
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        log_m0 = _LOG2 - np.log(K) - (K - 1) * lc - lM
-        b = np.where(pos, (0.5 * delta * delta - log_m0) / np.where(pos, delta, 1.0), -np.inf)
-        b = np.minimum(b, p.t_keep)
-        lpb, lpbd = log_ndtr(b), log_ndtr(b - delta)
-        log_w_low = np.where(pos, log_m0 + lpbd, -np.inf)
-        log_w_mid = lc + np.log(-np.expm1(lpb - lc))
-        logit_low = np.nan_to_num(log_w_low - log_w_mid, nan=-np.inf, neginf=-np.inf)
-    return b, log_m0, lpb, lpbd, logit_low
+        log_m0 = _LOG2 - nx.log(K) - (K - 1) * lc - lM
+        b = nx.where(pos, (0.5 * delta * delta - log_m0) / nx.where(pos, delta, 1.0), -math.inf)
+        b = nx.minimum(b, p.t_keep)
+        lpb, lpbd = nx.log_ndtr(b), nx.log_ndtr(b - delta)
+        log_w_low = nx.where(pos, log_m0 + lpbd, -math.inf)
+        log_w_mid = lc + nx.log(-nx.expm1(lpb - lc))
+        logit = log_w_low - log_w_mid
+        logit = nx.where((logit != logit) | (logit == -math.inf), -math.inf, logit)
+        p_low = 1.0 / (1.0 + nx.exp(-logit))
+    return b, log_m0, lpb, lpbd, p_low, log_w_mid
 
 
-def draw_fake_scores(p: ListRuleParams, rng: np.random.Generator, size: int, max_rounds: int = 100_000) -> np.ndarray:
-    """``size`` draws from ``nu(x) ~ phi(x) q(x)`` on ``(-inf, t_a)`` by rejection.
+def _uniform_source(rng, like):
+    """``draw(shape) -> float64 uniforms`` of ``like``'s back end from ``rng`` (or ``rng`` itself if callable)."""
+    if callable(rng):
+        return rng
+    nx = get_backend(like)
+    return lambda shape: nx.uniform(rng, shape, like)
 
-    ``p`` holds one row of parameters (shared) or ``size`` rows.
+
+def _nonzero(nx, mask):
+    """``(rows, cols)`` of the True entries of a 2-d mask (a host synchronisation on an accelerator)."""
+    if nx.name == "numpy":
+        return np.nonzero(mask)
+    idx = mask.reshape(-1).nonzero()[:, 0]
+    return idx // mask.shape[1], idx % mask.shape[1]
+
+
+def draw_fake_scores(p: ListRuleParams, rng, size: int, max_rounds: int = 100_000):
+    """``size`` draws from ``nu(x) ~ phi(x) q(x)`` on ``(-inf, t_a)`` by rejection (either back end).
+
+    ``p`` holds one row of parameters (shared) or ``size`` rows.  ``rng``: a numpy Generator, a
+    torch.Generator on ``p``'s device, or a callable ``draw(shape) -> uniforms``.
 
     Notes
     -----
@@ -508,104 +572,119 @@ def draw_fake_scores(p: ListRuleParams, rng: np.random.Generator, size: int, max
     ``q = (m - a)/(M - a) <= m/M`` (``proofs/P10-optimal-list-rule.md``, Lemma 3).  Since
     ``e^{delta x - delta^2/2} phi(x) = phi(x - delta)``, ``phi env`` is a mixture of ``phi(. - delta)``
     on ``(-inf, b)`` (mass ``exp(log_m0) Phi(b - delta)``) and ``phi`` on ``[b, t_a)`` (mass
-    ``c - Phi(b)``), both drawn by inverse CDF in log space (``ndtri_exp``).  A proposal is accepted
-    with probability ``q(x)/env(x)``.  At large ``K delta`` ``q`` decays like ``e^{delta (x - t_lo)}``
-    below ``t_lo``, where the plain proposal ``Phi^{-1}(c U)`` was accepted 2% of the time
-    (``K = 1024``, ``delta = 37``); this envelope keeps the rate near ``1/2`` or above.  Uses ``rng``
-    for a data-dependent number of uniforms (three per proposal).
+    ``c - Phi(b)``), both drawn by inverse CDF in log space (:func:`ndtri_exp_nx`).  A proposal is
+    accepted with probability ``q(x)/env(x)``.  At large ``K delta`` ``q`` decays like
+    ``e^{delta (x - t_lo)}`` below ``t_lo``, where the plain proposal ``Phi^{-1}(c U)`` was accepted
+    2% of the time (``K = 1024``, ``delta = 37``); this envelope keeps the rate near ``1/2`` or
+    above.  Each round draws ``(3, pending, R)`` uniforms (``R = 1`` on NumPy, ``4`` on torch,
+    where each round checks on the host whether every key is done) and keeps each key's first
+    accepted proposal.
     """
-    shared = p.delta.size == 1
-    b, m0, lpb, lpbd, logit = _proposal(p)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        p_low = 1.0 / (1.0 + np.exp(-logit))
-        log_w_mid = p.log_c + np.log(-np.expm1(lpb - p.log_c))
+    nx = get_backend(p.delta)
+    draw = _uniform_source(rng, p.delta)
+    rounds = 1 if nx.name == "numpy" else 4
+    shared = p.delta.shape[0] == 1
+    b, m0, lpb, lpbd, p_low, log_w_mid = _proposal(p)
     rows = (p.K, p.delta, p.log_c, p.log_M, p.t_keep, b, m0, lpb, lpbd, p_low, log_w_mid)
-    out = np.empty(size)
-    pending = np.arange(size)
+    out = nx.full((size,), math.nan, p.delta)
+    pending = nx.arange(size, p.delta)
     for _ in range(max_rounds):
-        if pending.size == 0:
+        m = pending.shape[0]
+        if m == 0:
             return out
-        K, delta, lc, lM, t_keep, b_, m0_, lpb_, lpbd_, p_low_, lwm_ = rows if shared else (v[pending] for v in rows)
-        u = rng.random((3, pending.size))
-        lu = np.log1p(-u[0])  # log(1 - U), 1 - U in (0, 1]
+        cur = rows if shared else tuple(v[pending][:, None] for v in rows)
+        K, delta, lc, lM, t_keep, b_, m0_, lpb_, lpbd_, p_low_, lwm_ = cur
+        u = draw((3, m, rounds))
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            lu = nx.log1p(-u[0])                                   # log(1 - U)
             low = u[2] < p_low_
             # low part: delta + Phi^{-1}(U Phi(b - delta)); mid part: Phi^{-1}(Phi(b) + U (c - Phi(b)))
-            x = ndtri_exp(np.where(low, lpbd_ + lu, np.logaddexp(lpb_, lu + lwm_))) + np.where(low, delta, 0.0)
-            env = np.where(x < b_, np.exp(m0_ + delta * x - 0.5 * delta * delta), 1.0)
+            x = ndtri_exp_nx(nx.where(low, lpbd_ + lu, nx.logaddexp(lpb_ + 0.0 * lu, lu + lwm_)))
+            x = x + nx.where(low, delta + 0.0 * lu, 0.0)
+            env = nx.where(x < b_, nx.exp(m0_ + delta * x - 0.5 * delta * delta), 1.0)
             ratio = _fake_q(K, delta, lc, lM, t_keep, x) / env
         ok = (u[1] < ratio) & (x < t_keep)
-        out[pending[ok]] = x[ok]
-        pending = pending[~ok]
+        pick = x[:, rounds - 1]
+        for r in range(rounds - 2, -1, -1):                        # each key's first accepted proposal
+            pick = nx.where(ok[:, r], x[:, r], pick)
+        got = ok.any(1)
+        done = _nonzero(nx, got[:, None])[0]
+        out[pending[done]] = pick[done]
+        pending = pending[~got]
     raise RuntimeError(f"fake-score rejection sampler did not finish in {max_rounds} rounds")
 
 
-def select(p: ListRuleParams, s: np.ndarray, u_keep: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Child selected per row by the private-priority rule.
+def select(p: ListRuleParams, s, u_keep, rng):
+    """Child selected per row by the private-priority rule (either back end).
 
     Parameters
     ----------
     p : ListRuleParams
-        One row of parameters (shared by every row) or one per row of ``s``.
-    s : ndarray (n, K)
-    u_keep : ndarray (n, K)
+        One row of parameters (shared by every row) or one per row of ``s`` (arrays of ``s``'s kind).
+    s : array (n, K)
+    u_keep : array (n, K)
         Uniforms deciding which children below ``t_a`` get a fake score.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator, torch.Generator or callable ``draw(shape)``
         Source of the fake scores (rejection sampling).
 
     Returns
     -------
-    int ndarray (n,)
+    int array (n,)
     """
-    shared = p.delta.size == 1
+    nx = get_backend(s)
+    shared = p.delta.shape[0] == 1
     col = p if shared else p.column()
     fake = u_keep < fake_probability(col, s)
-    keys = s.copy()
-    if fake.any():
-        r, c = np.nonzero(fake)
-        keys[r, c] = draw_fake_scores(p if shared else p.take(r), rng, r.size)
-    return np.argmax(keys, axis=1)
+    keys = nx.copy(s)
+    r, c = _nonzero(nx, fake)
+    if r.shape[0]:
+        keys[r, c] = draw_fake_scores(p if shared else p.take(r), rng, r.shape[0])
+    return keys.argmax(1)
 
 
-def sample_residual(p: ListRuleParams, u: np.ndarray) -> np.ndarray:
-    """Inverse-CDF draw from ``(f - g*)_+ / (1 - alpha*)``, supported on ``[t*, inf)``.
+def sample_residual(p: ListRuleParams, u):
+    """Inverse-CDF draw from ``(f - g*)_+ / (1 - alpha*)``, supported on ``[t*, inf)`` (either back end).
 
     Notes
     -----
     On ``[t*, inf)`` the residual CDF is ``J(x) - alpha* = E(t*) - E(x)``; the draw solves
-    ``log E(x) = log(1 - u) + log E(t*)`` by Chandrupatla's bracketing method (relative
-    bracket width ``8 eps``) inside ``[t*, delta - Phi^{-1}_exp(log(1 - u) + log E(t*))]``
-    (valid because ``E(x) <= Q(x - delta)``).
+    ``log E(x) = log(1 - u) + log E(t*)`` by the namespace's bracketed root finder
+    (``nx.find_root``: NumPy scipy's Chandrupatla method to ``8 eps``, torch fixed iterations)
+    inside ``[t*, delta - Phi^{-1}_exp(log(1 - u) + log E(t*))]`` (valid because
+    ``E(x) <= Q(x - delta)``).  ``p`` holds one row (shared) or one row per ``u``.
     """
-    u = np.asarray(u, dtype=np.float64)
-    if u.size == 0:
-        return np.empty(0)
+    nx = get_backend(u)
+    if u.shape[0] == 0:
+        return nx.cast(u, nx.float64)
+    zero = nx.zeros_like(u)
+    K, delta, t_star, log_rej = (zero + v for v in (p.K, p.delta, p.t_star, p.log_rejection))
     with np.errstate(divide="ignore"):
-        target = np.log1p(-np.minimum(u, 1.0 - _EPS)) + p.log_rejection
-    lo = p.t_star.copy()
-    hi = np.maximum(p.delta - ndtri_exp(target), lo)
-    x, ok = _roots(_residual_excess, lo, hi, (p.K, p.delta, target))
-    if not ok.all():
+        target = nx.log1p(-nx.minimum(u, 1.0 - _EPS)) + log_rej
+    lo = t_star
+    hi = nx.maximum(delta - ndtri_exp_nx(target), lo)
+    x = nx.find_root(_residual_excess, lo, hi, args=(K, delta, target))
+    if nx.name == "numpy":
         # E(hi) <= Q(hi - delta) = exp(target) holds exactly, but when 1 - Phi(hi)^K is below the
         # rounding of Q(hi - delta) the computed excess at hi is +-1 ulp and the bracket looks
-        # invalid: the root is then the bracket end (lo or hi) whose excess is zero to rounding
-        bad = np.flatnonzero(~ok)
-        args = (p.K[bad], p.delta[bad], target[bad])
-        f_lo, f_hi = np.abs(_residual_excess(lo[bad], *args)), np.abs(_residual_excess(hi[bad], *args))
-        worst = np.minimum(f_lo, f_hi)
+        # invalid: the root is then the bracket end whose excess is zero to rounding (find_root
+        # returns it); anything else breaks the certificate
+        f_lo, f_hi = _residual_excess(lo, K, delta, target), _residual_excess(hi, K, delta, target)
+        bad = (f_lo > 0) == (f_hi > 0)
+        bad &= (f_lo != 0) & (f_hi != 0)
+        worst = np.where(bad, np.minimum(np.abs(f_lo), np.abs(f_hi)), 0.0)
         if np.max(worst) > 1e-12:
-            i = bad[int(np.argmax(worst))]
-            raise ListRuleCertificateError(int(p.K[i]), float(p.delta[i]),
+            i = int(np.argmax(worst))
+            raise ListRuleCertificateError(int(K[i]), float(delta[i]),
                                            "residual draw: root bracketing failed (excess at both ends > 1e-12)")
-        x[bad] = np.where(f_hi <= f_lo, hi[bad], lo[bad])
     return x
 
 
 def _residual_excess(x, K, delta, target):
     """``log E(x) - target``: decreasing in ``x`` on ``[t*, inf)``."""
+    nx = get_backend(x)
     with np.errstate(divide="ignore", invalid="ignore"):
         v = _log_E(x, K, delta) - target
-    return np.clip(np.where(np.isnan(v), -1e3, v), -1e3, 1e3)
+    return nx.clip(_nan_to(nx, v, -1e3), -1e3, 1e3)
 
 
 # ---------------------------------------------------------------------------------------------

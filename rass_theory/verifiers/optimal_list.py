@@ -1,7 +1,9 @@
 """The optimal list verifier: select by private priorities, couple maximally, draw the residual.
 
-Its acceptance is the list-coupling bound ``alpha*(K, delta)`` at every ``K`` and ``delta``
-(``proofs/P10-optimal-list-rule.md``).
+One class for NumPy arrays and torch tensors; the rule's per-row pieces (parameters, fake keys,
+selection, log ratio, residual) are those of :mod:`rass_theory.optimize.list_rule`, written once
+against the backend namespace.  Its acceptance is the list-coupling bound ``alpha*(K, delta)``
+at every ``K`` and ``delta`` (``proofs/P10-optimal-list-rule.md``).
 """
 from __future__ import annotations
 
@@ -10,16 +12,17 @@ import numpy as np
 from .._validation import check_delta, check_K
 from ..optimize import list_rule as _rule
 from ._base import BuiltinVerifier
-from ._core import draw_uniforms, finish, prepare
-from ..backend import get_backend
+from ._batch import NodeBatch, finish
+from ._core import prepare
 from .rass import fresh_orthogonal
 
 __all__ = ["OptimalListVerifier", "optimal_list", "rule_params"]
 
 rule_params = _rule.rule_params
 
+
 class OptimalListVerifier(BuiltinVerifier):
-    """Batched verifier of the optimal list rule.
+    """Batched verifier of the optimal list rule (NumPy arrays or torch tensors).
 
     Parameters
     ----------
@@ -37,10 +40,16 @@ class OptimalListVerifier(BuiltinVerifier):
     that the selection realises at that row's ``delta`` (``proofs/P2-rass-exactness.md``,
     ``proofs/P10-optimal-list-rule.md``); acceptance ``alpha*(K, delta)``.
 
-    Random numbers: ``rng.random((n, 2 + K))`` -- columns: accept, residual, one keep decision
-    per child -- then a data-dependent number of uniforms for the fake keys (rejection sampling,
-    three uniforms per proposal; see :func:`rass_theory.optimize.list_rule.draw_fake_scores`),
-    then fresh orthogonal parts if requested.
+    The per-row constants are solved and certified on the host (:func:`rule_params`; every check
+    of P10.6, a :class:`~rass_theory.optimize.list_rule.ListRuleCertificateError` naming ``K``,
+    ``delta`` and the check if one fails), so a torch batch copies its ``n`` deltas to the host
+    once; the fake keys are drawn by rejection sampling (one host check per round).  Everything
+    else runs on the inputs' device.
+
+    Random numbers: ``(n, 2 + K)`` uniforms up front -- columns: accept, residual, one keep
+    decision per child -- then a data-dependent number of uniforms for the fake keys (three per
+    proposal; :func:`rass_theory.optimize.list_rule.draw_fake_scores`), then fresh orthogonal
+    parts if requested.
     """
 
     name = "optimal_list"
@@ -58,45 +67,52 @@ class OptimalListVerifier(BuiltinVerifier):
         return float(_rule.optimal_list_rule(check_K(K), check_delta(delta)).acceptance)
 
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        if get_backend(children).name == "torch":
-            from ._optimal_list_torch import run_torch
-
-            return run_torch(children, mu_draft, mu_target, sigma, rng)
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        u = draw_uniforms(batch, 2 + batch.K)
-        accepted = batch.degenerate.copy()
-        chosen = np.zeros(batch.n, dtype=np.int64)
-        live = np.flatnonzero(~accepted)
-        if live.size == 0:  # every node degenerate: child 0 is exact
-            return finish(batch, chosen, accepted, np.empty(0))
-        rows = slice(None) if live.size == batch.n else live  # a view when every row is live
-        s = batch.s[rows]
-        p = rule_params(batch.K, batch.delta.astype(np.float64)[rows])
-        child = _rule.select(p, s, u[rows, 2:], batch.rng)
-        s_sel = s[np.arange(live.size), child]
-        take = np.log(u[live, 0]) < _rule.log_accept_ratio(p, s_sel)
+        return self.run(batch, batch.uniform(batch.n, 2 + batch.K))
+
+    def run(self, batch: NodeBatch, u, draw=None):
+        """Decide a prepared batch with the uniforms ``u (n, 2 + K)`` (accept, residual, keep).
+
+        ``draw(shape) -> uniforms`` replaces the batch's generator as the fake keys' source.
+        """
+        nx, n = batch.nx, batch.n
+        draw = draw if draw is not None else (lambda shape: batch.uniform(*shape))
+        chosen = nx.zeros_index(n, batch.s)
+        live = nx.rows_where(~batch.degenerate)                 # None on an accelerator: every row
+        if live is not None and live.shape[0] == 0:            # every node degenerate: child 0 is exact
+            return finish(batch, chosen, nx.copy(batch.degenerate), batch.s[:0, 0])
+        whole = live is None or live.shape[0] == n
+        delta = batch.delta if live is None else batch.delta[live]
+        if live is None:
+            delta = nx.where(batch.degenerate, 0.0, delta)
+        host = delta.detach().cpu().numpy() if nx.name == "torch" else delta
+        p = rule_params(batch.K, np.asarray(host, dtype=np.float64)).on(batch.s)
+        s = batch.s if whole else batch.s[live]
+        uu = u if whole else u[live]
+        child = _rule.select(p, s, uu[:, 2:], draw)
+        s_sel = nx.take_along(s, child)
+        take = nx.log(uu[:, 0]) < _rule.log_accept_ratio(p, s_sel)
+        if live is None:                                        # accelerator: merge with where
+            child = nx.where(batch.degenerate, 0, child)
+            accepted = take | batch.degenerate
+            new_s = _rule.sample_residual(p, u[:, 1])
+            fresh = fresh_orthogonal(batch) if self.orthogonal == "fresh" else None
+            return finish(batch, child, accepted, new_s, None, fresh)
+        accepted = nx.copy(batch.degenerate)
         chosen[live] = child
         accepted[live] = take
-        return self._correct(batch, p, live, take, chosen, accepted, u)
-
-    def _correct(self, batch, p, live, take, chosen, accepted, u):
-        rej = ~take
+        rej = nx.rows_where(~take)
         rejected = live[rej]
-        if rejected.size == 0:
-            return finish(batch, chosen, accepted, np.empty(0), rejected)
-        p_rej = p if p.delta.size == 1 else p.take(rej)
-        if p_rej.delta.size == 1 and rejected.size > 1:
-            p_rej = _rule.ListRuleParams(*(np.repeat(getattr(p_rej, f), rejected.size)
-                                           for f in _rule.ListRuleParams.__dataclass_fields__))
+        if rejected.shape[0] == 0:
+            return finish(batch, chosen, accepted, s_sel[:0], rejected)
+        p_rej = p if p.delta.shape[0] == 1 else p.take(rej)
         new_s = _rule.sample_residual(p_rej, u[rejected, 1])
-        fresh = None
-        if self.orthogonal == "fresh":
-            fresh = fresh_orthogonal(batch)[rejected]
+        fresh = fresh_orthogonal(batch)[rejected] if self.orthogonal == "fresh" else None
         return finish(batch, chosen, accepted, new_s, rejected, fresh)
 
 
 def optimal_list(orthogonal: str = "selected") -> OptimalListVerifier:
-    """Return the batched verifier whose acceptance is the list-coupling bound.
+    """Return the batched verifier whose acceptance is the list-coupling bound (NumPy or torch).
 
     Parameters
     ----------
