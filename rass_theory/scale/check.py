@@ -46,6 +46,9 @@ def chunk_stream(backend):
 def check_exactness(verifier, K=None, delta=None, dim=None, **options):
     """Test whether ``verifier`` is exact on heterogeneous synthetic nodes, with stated power.
 
+    Every option below is a keyword (``**options``): the names and their defaults are written once,
+    in :data:`rass_theory.stats.config.OPTION_DEFAULTS`, and an unknown name is a ``TypeError``.
+
     Parameters
     ----------
     verifier : callable

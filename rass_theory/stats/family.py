@@ -2,7 +2,7 @@
 
 Each dtype pass contributes the tests of :func:`pass_plan`, a list of ``(name, run)`` pairs with
 ``run(counts) -> TestStatistic``; the far tails pooled over passes and cells are
-:func:`tail_plan`'s.  The family's names (:func:`test_names`, :func:`tail_test_names`) and its
+:func:`tail_plan`'s.  The family's names (:func:`pass_test_names`, :func:`tail_test_names`) and its
 size (:func:`family_size`, which sets the energy test's permutations and the stated power) are
 read from the same plans that :func:`raw_tests` and :func:`tail_tests` evaluate, so a test
 cannot be run without being counted, nor counted without being run.
@@ -33,7 +33,7 @@ from .report import StatisticalTest
 from .rowstats import tail_probability
 from .streaming import INDEP_STATS, MAX_MESSAGES, SEQUENCE_KINDS, TAILS, VIOLATION_KINDS, ExactnessCounts
 
-__all__ = ["pass_plan", "tail_plan", "test_names", "tail_test_names", "raw_tests", "tail_tests", "family_size",
+__all__ = ["pass_plan", "tail_plan", "pass_test_names", "tail_test_names", "raw_tests", "tail_tests", "family_size",
            "permutations_for", "contract_test", "contract_violated", "N_CHI2_BINS"]
 
 N_CHI2_BINS = 32
@@ -101,7 +101,7 @@ def _energy_test(c: ExactnessCounts, cfg: HarnessConfig):
     return T.energy_test(c.subsample, target[:m], n_permutations(cfg), perm_rng)
 
 
-def test_names(cfg: HarnessConfig) -> list:
+def pass_test_names(cfg: HarnessConfig) -> list:
     """Names of the Holm family's per-pass tests, in order (read from :func:`pass_plan`)."""
     return [name for p in range(len(cfg.dtypes)) for name, _ in pass_plan(cfg, p)]
 
@@ -147,7 +147,7 @@ def tail_tests(counts, dim, n_directions, prefix="") -> list:
 
 def family_size(cfg: HarnessConfig, with_tails: bool = True) -> int:
     """Tests of one cell in the Holm family (its far tails included unless ``with_tails`` is false)."""
-    return len(test_names(cfg)) + (len(tail_test_names(cfg.dim, cfg.n_directions)) if with_tails else 0)
+    return len(pass_test_names(cfg)) + (len(tail_test_names(cfg.dim, cfg.n_directions)) if with_tails else 0)
 
 
 def n_permutations(cfg: HarnessConfig) -> int:
