@@ -113,17 +113,21 @@ class NumpyBackend:
 
     @staticmethod
     def first_true(mask, count: int):
-        """Column indices of up to ``count`` True entries per row of ``mask (n, m)``, ascending.
+        """Column indices of up to ``count`` True entries per row of ``mask (n, m)``.
 
-        Rows with fewer True entries are padded with indices of False entries (check the mask
-        at the returned indices).
+        The True columns come first, in column order; rows with fewer are padded with the index
+        of a False entry (check the mask at the returned indices).
         """
-        count = min(int(count), mask.shape[1])
-        if count == mask.shape[1]:
-            return np.broadcast_to(np.arange(count), (mask.shape[0], count)).copy()
-        # a stable sort on ~mask puts the True columns first, in column order
-        idx = np.argsort(~mask, axis=1, kind="stable")[:, :count]
-        return np.sort(idx, axis=1)
+        n, m = mask.shape
+        count = min(int(count), m)
+        r_idx, c_idx = np.nonzero(mask)
+        counts = np.count_nonzero(mask, axis=1)
+        rank = np.arange(r_idx.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        keep = rank < count
+        out = np.empty((n, count), dtype=np.int64)
+        out[:] = np.argmin(mask, axis=1)[:, None]
+        out[r_idx[keep], rank[keep]] = c_idx[keep]
+        return out
 
     @staticmethod
     def count_below(sorted_rows, values):

@@ -110,7 +110,8 @@ class TorchBackend:
 
     @staticmethod
     def first_true(mask, count: int):
-        """Column indices of up to ``count`` True entries per row, ascending (no host sync)."""
+        """Column indices of up to ``count`` True entries per row (no host sync); rows with fewer
+        are padded with indices of False entries (check the mask at the returned indices)."""
         count = min(int(count), mask.shape[1])
         m = mask.shape[1]
         col = torch.arange(m, device=mask.device)

@@ -124,6 +124,14 @@ def _log_diff_tails(nx, s, t):
         return nx.log(nx.maximum(d, 0.0))
 
 
+def _powers(x, n: int) -> list:
+    """``[1, x, x^2, ..., x^n]`` (repeated products)."""
+    out = [x * 0.0 + 1.0, x]
+    for _ in range(2, n + 1):
+        out.append(out[-1] * x)
+    return out[: n + 1]
+
+
 @functools.lru_cache(maxsize=None)
 def _coefficients(K: int):
     """``log(K C(K-1, j))`` (``j < K``), ``log C(K, i)`` (``i <= K``) as tuples."""
@@ -175,8 +183,10 @@ class RankLaw:
         with np.errstate(divide="ignore"):
             self._log_w = nx.log(self.weights)
         frac = nx.constant(np.arange(1, K) / K, self.weights)
-        #: W_i - i/K for i = 1..K-1 (K - 1 columns)
-        self._cdf_coef = cum[..., : K - 1] - frac
+        pdf_c, cdf_c = _coefficients(K)
+        #: w_j K C(K-1, j) and (W_i - i/K) C(K, i) for i = 1..K-1
+        self._pdf_coef = self.weights * nx.constant(np.exp(pdf_c), self.weights)
+        self._cdf_lin = (cum[..., : K - 1] - frac) * nx.constant(np.exp(cdf_c[1:K]), self.weights)
         if self.t is not None:
             finite = nx.isfinite(self.t)
             log_P = nx.where(finite, nx.log_ndtr(nx.where(finite, self.t, nx.zeros_like(self.t))), nx.zeros_like(self.t))
@@ -186,8 +196,18 @@ class RankLaw:
     def take(self, rows) -> "RankLaw":
         if self.weights.ndim == 1 and self.t is None:
             return self
-        w = self.weights[rows] if self.weights.ndim == 2 else self.weights
-        return RankLaw(w, None if self.t is None else self.t[rows])
+        out = RankLaw.__new__(RankLaw)
+        out.nx, out.K = self.nx, self.K
+        if self.weights.ndim == 2:
+            out.weights, out._log_w = self.weights[rows], self._log_w[rows]
+            out._pdf_coef, out._cdf_lin = self._pdf_coef[rows], self._cdf_lin[rows]
+        else:
+            out.weights, out._log_w = self.weights, self._log_w
+            out._pdf_coef, out._cdf_lin = self._pdf_coef, self._cdf_lin
+        out.t = None if self.t is None else self.t[rows]
+        if self.t is not None:
+            out._one_minus_PK1 = self._one_minus_PK1[rows]
+        return out
 
     def keys(self):
         if self.weights.ndim == 1 and self.t is None:
@@ -201,19 +221,27 @@ class RankLaw:
     def _col(self, x, j):
         return x[:, j:j + 1] if x.ndim == 2 else x[j]
 
-    def _log_pq(self, s):
+    def _pq(self, s):
+        """``p = Phi(s)``, ``q`` (``Phi(-s)``, or ``Phi(t) - Phi(s)`` from the tails that do not
+        cancel) and the mask ``s < t`` (``None`` for RASS)."""
         nx = self.nx
+        p = nx.ndtr(s)
+        if self.t is None:
+            return p, nx.ndtr(-s), None
+        t = self.t[:, None]
+        sm = nx.minimum(s, t)
+        q = nx.where(sm > 0, nx.ndtr(-sm) - nx.ndtr(-t), nx.ndtr(t) - nx.ndtr(sm))
+        return p, nx.maximum(q, 0.0), s < t
+
+    def _log_ratio_log_space(self, s):
+        """``log(g/phi)`` as a log-sum-exp of log-space terms (no underflow at any ``s``, ``K``)."""
+        nx, K = self.nx, self.K
         log_p = nx.log_ndtr(s)
         if self.t is None:
-            return log_p, nx.log_ndtr(-s), None
-        t = self.t[:, None]
-        below = s < t
-        log_q = _log_diff_tails(nx, nx.minimum(s, t), t)
-        return log_p, log_q, below
-
-    def log_ratio(self, s):
-        nx, K = self.nx, self.K
-        log_p, log_q, below = self._log_pq(s)
+            log_q = nx.log_ndtr(-s)
+        else:
+            t = self.t[:, None]
+            log_q = _log_diff_tails(nx, nx.minimum(s, t), t)
         coef = _coefficients(K)[0]
         terms = []
         for j in range(K):
@@ -223,23 +251,47 @@ class RankLaw:
             if K - 1 - j:
                 term = term + (K - 1 - j) * log_q
             terms.append(term + nx.zeros_like(s))
-        out = nx.logsumexp(nx.stack(terms, -1), -1)
+        return nx.logsumexp(nx.stack(terms, -1), -1)
+
+    def log_ratio(self, s):
+        """``log(g/phi)``: the Bernstein sum in linear space (``p``, ``q`` with relative accuracy),
+        and the log-space sum where it falls below ``1e-280`` (where linear powers underflow)."""
+        nx, K = self.nx, self.K
+        p, q, below = self._pq(s)
+        pp, qq = _powers(p, K - 1), _powers(q, K - 1)
+        B = self._col(self._pdf_coef, 0) * qq[K - 1]
+        for j in range(1, K):
+            B = B + self._col(self._pdf_coef, j) * (pp[j] * qq[K - 1 - j])
+        with np.errstate(divide="ignore"):
+            out = nx.log(B)
+        small = ~(B > 1e-280)
+        if nx.maybe_any(small):
+            idx = nx.rows_where(small.reshape(-1))
+            if idx is None:
+                out = nx.where(small, self._log_ratio_log_space(s), out)
+            elif idx.shape[0]:
+                sb = s + nx.zeros_like(out)
+                cols = out.shape[1]
+                rows = idx // cols
+                sub = self.take(rows) if (self.weights.ndim == 2 or self.t is not None) else self
+                out = nx.copy(out).reshape(-1)
+                out[idx] = sub._log_ratio_log_space(sb.reshape(-1)[idx][:, None])[:, 0]
+                out = out.reshape(B.shape)
         if below is None:
             return out
-        return nx.where(below, out, math.log(K) + (K - 1) * log_p)
+        return nx.where(below, out, math.log(K) + (K - 1) * nx.log_ndtr(s))
 
     def cdf_excess(self, s):
         nx, K = self.nx, self.K
-        log_p, log_q, below = self._log_pq(s)
-        coef = _coefficients(K)[1]
+        p, q, below = self._pq(s)
+        pp, qq = _powers(p, K), _powers(q, K)
         out = nx.zeros_like(s)
         for i in range(1, K):
-            out = out + self._col(self._cdf_coef, i - 1) * nx.exp(coef[i] + i * log_p + (K - i) * log_q)
+            out = out + self._col(self._cdf_lin, i - 1) * (pp[i] * qq[K - i])
         if below is None:
             return out
-        p = nx.exp(log_p)
         out = out - p * self._one_minus_PK1[:, None]
-        return nx.where(below, out, p * nx.expm1((K - 1) * log_p))
+        return nx.where(below, out, p * nx.expm1((K - 1) * nx.log_ndtr(s)))
 
     def log_ratio_grid(self, grid):
         """``log(g/phi)`` of every row on one shared grid ``(m,)`` as a matrix product.
@@ -304,14 +356,23 @@ def _h_rows(law, delta, nx):
     return h
 
 
-def _solve(nx, fun, a, b, rows, mask):
+#: half-width of the finely gridded core of the crossing scan beyond [0, max delta]
+_CORE = 6.5
+#: tolerance of a crossing: ``D = F - G`` is stationary there (``D' = f - g = 0``), so an error
+#: ``e`` in a crossing moves an interval mass by ``O(e^2 max|(f - g)'|)`` (``1e-22`` here)
+_CROSSING_TOL = 1e-11
+_TAIL_CROSSING_TOL = 1e-6
+
+
+def _solve(nx, fun, a, b, rows, mask, tol=None):
     """Roots of ``fun(x, rows)`` in ``[a, b]`` where ``mask`` (1-d); ``a`` elsewhere."""
+    opts = {} if tol is None else dict(xrtol=tol, xatol=tol)
     idx = nx.rows_where(mask)
     if idx is None:
-        return nx.where(mask, nx.find_root(fun, a, b, args=(rows,)), a)
+        return nx.where(mask, nx.find_root(fun, a, b, args=(rows,), **opts), a)
     out = nx.copy(a)
     if idx.shape[0]:
-        out[idx] = nx.find_root(fun, a[idx], b[idx], args=(rows[idx],))
+        out[idx] = nx.find_root(fun, a[idx], b[idx], args=(rows[idx],), **opts)
     return out
 
 
@@ -343,8 +404,16 @@ def _grid_crossings(law, delta, whi):
     sp = grid_spacing(K)
     hi = nx.host_max(whi)
     if hi is not None:                 # one grid on absolute s shared by every row
-        m = int(math.ceil((hi + L) / sp)) + 1
-        grid = nx.linspace(-L, hi, m, delta)
+        # spacing sp on the core [-CORE, max delta + CORE], 4 sp in the tails, where both laws
+        # carry at most (K + 1) Phi(-CORE) and h is dominated by its smooth quadratic part
+        core_hi = min(hi, nx.host_max(delta) + _CORE)
+        n_left = int(math.ceil((L - _CORE) / (4.0 * sp))) + 1
+        n_core = int(math.ceil((core_hi + _CORE) / sp)) + 1
+        n_right = int(math.ceil((hi - core_hi) / (4.0 * sp))) + 1
+        pieces = [nx.linspace(-L, -_CORE, n_left, delta)[:-1], nx.linspace(-_CORE, core_hi, n_core, delta)]
+        if hi > core_hi:
+            pieces.append(nx.linspace(core_hi, hi, max(n_right, 2), delta)[1:])
+        grid = nx.concat(pieces, 0)
         lr = law.log_ratio_grid(grid) if hasattr(law, "log_ratio_grid") else \
             law.log_ratio(grid[None, :] + nx.zeros_like(delta)[:, None])
         s2 = grid[None, :]
@@ -367,8 +436,12 @@ def _grid_crossings(law, delta, whi):
     inside = s2[:, :-1] < whi[:, None]                     # cells whose left end is in the window
     change = (pos[:, 1:] != pos[:, :-1]) & inside
     ah = nx.abs(h)
-    dip = (pos[:, 1:-1] == pos[:, :-2]) & (pos[:, 1:-1] == pos[:, 2:]) & (ah[:, 1:-1] < ah[:, :-2]) \
-        & (ah[:, 1:-1] <= ah[:, 2:]) & inside[:, 1:]
+    gl, gm, gr = ah[:, :-2], ah[:, 1:-1], ah[:, 2:]
+    # a discrete local minimum of |h| within eight times the depth a parabola through the three
+    # values can reach below it (the only way the grid can step over a pair of crossings)
+    with np.errstate(invalid="ignore"):
+        dip = (pos[:, 1:-1] == pos[:, :-2]) & (pos[:, 1:-1] == pos[:, 2:]) & (gm < gl) & (gm <= gr) \
+            & (gm <= gl - 2.0 * gm + gr) & inside[:, 1:]
     dip = nx.concat([dip[:, :1] & False, dip], 1)          # dip at point k -> cell k (k >= 1)
     events = change | dip
     C = K + 2
@@ -383,7 +456,16 @@ def _grid_crossings(law, delta, whi):
     flat = (lambda x: x.reshape(-1))
     hfun = _h_rows(law, delta, nx)
     rows_f = flat(rows)
-    x_change = _solve(nx, hfun, flat(a), flat(b), rows_f, flat(is_change))
+    # a crossing where f and g are both below 1e-12 at the cell's ends moves a mass by
+    # O(e^2 1e-12): a tolerance of 1e-6 there keeps that below 1e-24
+    log_f = lambda x: -0.5 * (x - delta[:, None]) ** 2 - _LOG_SQRT_2PI          # noqa: E731
+    h_a, h_b = nx.gather(h, cell), nx.gather(h, cell + 1)
+    top_log = nx.maximum(nx.maximum(log_f(a), log_f(b)), nx.maximum(log_f(a) - h_a, log_f(b) - h_b))
+    tail = flat(top_log < math.log(1e-12))
+    chg = flat(is_change)
+    x_change = _solve(nx, hfun, flat(a), flat(b), rows_f, chg & ~tail, _CROSSING_TOL)
+    x_tail = _solve(nx, hfun, flat(a), flat(b), rows_f, chg & tail, _TAIL_CROSSING_TOL)
+    x_change = nx.where(tail, x_tail, x_change)
     # hidden pairs: the extremum of h between the dip's neighbours, then a root on each side
     sign = nx.where(flat(nx.gather(pos, cell)), 1.0, -1.0)
     dmask = flat(is_dip)
@@ -399,12 +481,15 @@ def _grid_crossings(law, delta, whi):
             ri = rows_f[idx]
             x_mid[idx] = _golden_min(nx, lambda x: hfun(x, ri), flat(a_prev)[idx], flat(b)[idx], sign[idx])
             split[idx] = (hfun(x_mid[idx], ri) > 0) != (sign[idx] > 0)
-    x_left = _solve(nx, hfun, flat(a_prev), x_mid, rows_f, split)
-    x_right = _solve(nx, hfun, x_mid, flat(b), rows_f, split)
+    x_left = _solve(nx, hfun, flat(a_prev), x_mid, rows_f, split, _CROSSING_TOL)
+    x_right = _solve(nx, hfun, x_mid, flat(b), rows_f, split, _CROSSING_TOL)
     inf = math.inf
     first = nx.where(flat(is_change), x_change, nx.where(split, x_left, inf + nx.zeros_like(x_change)))
     second = nx.where(split, x_right, inf + nx.zeros_like(x_change))
     pts = nx.sort(nx.concat([first.reshape(r, C), second.reshape(r, C)], 1), 1)
+    most = nx.host_max(nx.count_true(nx.isfinite(pts), 1) + 0.0) if r else 0.0
+    if most is not None:                                   # drop the all-padding columns
+        pts = pts[:, :max(int(most), 1)]
     return pts, pos[:, 0]
 
 
@@ -420,7 +505,18 @@ def _intervals(law, delta, whi):
     bounds = nx.concat([-inf, pts, inf], 1)                 # (r, c + 2)
     parity = nx.constant(np.arange(c + 1) % 2 == 1, delta) > 0.5
     positive = first_positive[:, None] != parity[None, :]
-    D = _residual_mass_function(law, delta)(bounds)
+    finite = nx.isfinite(bounds)
+    idx = nx.rows_where(finite.reshape(-1))
+    if idx is None:
+        D = _residual_mass_function(law, delta)(bounds)
+    else:                                                  # D(+-inf) = 0: evaluate the crossings only
+        D = nx.zeros_like(bounds)
+        flat_rows = idx // (c + 2)
+        x = bounds.reshape(-1)[idx]
+        vals = shift_difference(nx, x, delta[flat_rows]) - law.take(flat_rows).cdf_excess(x[:, None])[:, 0]
+        D = D.reshape(-1)
+        D[idx] = vals
+        D = D.reshape(r, c + 2)
     mass = nx.where(positive, nx.maximum(D[:, 1:] - D[:, :-1], 0.0), nx.zeros_like(D[:, 1:]))
     return bounds, positive, mass, D
 
