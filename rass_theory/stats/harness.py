@@ -4,10 +4,10 @@ One synthetic node (:class:`~rass_theory.stats.node.SyntheticNode`) is verified 
 times, chunk by chunk.  Each chunk draws ``children ~ N(mu_draft, sigma^2 I)`` of shape
 ``(n, K, dim)``, calls the verifier, checks the contract, and bins the committed states'
 probability-integral transforms (:class:`~rass_theory.stats.streaming.ExactnessCounts`).  The
-merged counts are then tested (:mod:`rass_theory.stats.tests`):
-
-The tests are listed in :mod:`rass_theory.stats.family`.  The statistical tests form one Holm family at level ``alpha`` (``statsmodels.multipletests``);
-the run passes when none is rejected and the contract held on every row.
+merged counts are then tested (:mod:`rass_theory.stats.tests`; the list of tests, with their
+names, is :mod:`rass_theory.stats.family`).  The statistical tests form one Holm family at level
+``alpha`` (``statsmodels.multipletests``); the run passes when none is rejected and the contract
+held on every row.
 
 The harness is five modules with one job each: :mod:`.config` (the options, validated once into a
 :class:`~.config.HarnessConfig`), :mod:`.chunks` (running chunks), :mod:`.call_check` (the
