@@ -15,7 +15,10 @@ two-core machine mostly measures the other processes).  Works on any version of 
 has ``rt.check_exactness(..., dtype=, two_sample_size=)``, so the same script measures before and
 after a change (``PYTHONPATH=<old checkout> python bench/bench_harness.py --tag before``).
 
-    python bench/bench_harness.py [--n-samples 400000] [--repeats 3] [--rule resample] [--tag after]
+    python bench/bench_harness.py [--n-samples 400000] [--repeats 3] [--rule resample] [--tag after] [--grid]
+
+``--grid`` also times the whole default grid, ``rt.check_exactness(rt.verifiers.rass())`` with no
+options (wall and CPU seconds, one run), as issue 19 asks.
 """
 from __future__ import annotations
 
@@ -69,6 +72,8 @@ def main(argv=None):
     parser.add_argument("--rule", default="resample")
     parser.add_argument("--tag", default="after")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--grid", action="store_true", help="also time the default grid for rass()")
+    parser.add_argument("--skip-cells", action="store_true", help="only the --grid timing")
     args = parser.parse_args(argv)
 
     import rass_theory as rt
@@ -76,7 +81,7 @@ def main(argv=None):
     rule = getattr(rt.verifiers, args.rule)
     rt.check_exactness(rule(), K=4, delta=0.5, dim=8, n_samples=2000, rng=0)  # warm imports and caches
     rows = []
-    for K, delta, dim in CELLS:
+    for K, delta, dim in (() if args.skip_cells else CELLS):
         best = None
         for _ in range(args.repeats):
             h, v, c, ok = measure(rt, rule, K, delta, dim, args.n_samples, args.chunk_size)
@@ -89,10 +94,18 @@ def main(argv=None):
                "ratio_overhead_to_children": round(over / c, 2), "passed": bool(ok)}
         rows.append(row)
         print(json.dumps(row), flush=True)
+    grid = None
+    if args.grid:
+        w, c = time.perf_counter(), time.process_time()
+        rep = rt.check_exactness(rt.verifiers.rass())
+        grid = {"wall_s": round(time.perf_counter() - w, 2), "cpu_s": round(time.process_time() - c, 2),
+                "passed": bool(rep.passed)}
+        print(json.dumps({"default_grid_rass": grid}), flush=True)
     out = args.out or os.path.join(os.path.dirname(__file__), "results", f"bench_harness_{args.tag}.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as fh:
-        json.dump({"tag": args.tag, "rule": args.rule, "load_average": os.getloadavg(), "cells": rows}, fh, indent=2)
+        json.dump({"tag": args.tag, "rule": args.rule, "load_average": os.getloadavg(), "cells": rows,
+                   "default_grid_rass": grid}, fh, indent=2)
     print(f"load average during the run: {os.getloadavg()}")
 
 
