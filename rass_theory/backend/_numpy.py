@@ -50,6 +50,11 @@ class NumpyBackend:
         return float(np.max(x))
 
     @staticmethod
+    def next_below(x):
+        """The largest float64 below ``x``, elementwise."""
+        return np.nextafter(x, -np.inf)
+
+    @staticmethod
     def clip(x, lo=None, hi=None):
         return np.clip(x, lo, hi)
 

@@ -51,6 +51,11 @@ class TorchBackend:
         return float(x.max()) if x.device.type == "cpu" else None
 
     @staticmethod
+    def next_below(x):
+        """The largest float64 below ``x``, elementwise."""
+        return torch.nextafter(x, torch.full_like(x, -float("inf")))
+
+    @staticmethod
     def clip(x, lo=None, hi=None):
         return torch.clamp(x, min=lo, max=hi)
 

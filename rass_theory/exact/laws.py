@@ -17,6 +17,8 @@ The protocol (:class:`SelectedLaw`) a law implements for :func:`sample`:
   the same law), or ``None`` for a shared law;
 - optional ``log_ratio_grid(grid)``: ``log(g/phi)`` of every row on one shared 1-d grid,
   ``(r, m)`` (a faster form of ``log_ratio``; default: ``log_ratio`` broadcast);
+- optional ``breaks()``: ``(r,)`` points where ``g`` may jump (a threshold), or ``None``; the
+  grid cell holding a break is split there and the jump itself is a crossing candidate;
 - optional ``crossings(delta)``: ``(points (r, c), first_positive (r,))`` when the crossings of
   ``f = phi(. - delta)`` and ``g`` are known in closed form (``points`` ascending, padded with
   ``+inf``; ``first_positive`` the sign of ``f - g`` left of the first one).  When present the
@@ -193,6 +195,10 @@ class RankLaw:
             self._one_minus_PK1 = -nx.expm1((K - 1) * log_P)      # 1 - Phi(t)^(K-1)
 
     # -- protocol ---------------------------------------------------------------------------
+    def breaks(self):
+        """The threshold ``t`` per row, where ``g`` jumps (``None`` for RASS)."""
+        return self.t
+
     def take(self, rows) -> "RankLaw":
         if self.weights.ndim == 1 and self.t is None:
             return self
@@ -444,6 +450,13 @@ def _grid_crossings(law, delta, whi):
             & (gm <= gl - 2.0 * gm + gr) & inside[:, 1:]
     dip = nx.concat([dip[:, :1] & False, dip], 1)          # dip at point k -> cell k (k >= 1)
     events = change | dip
+    brk = law.breaks() if hasattr(law, "breaks") else None
+    if brk is not None:                                    # the cell holding a jump is split there
+        k_brk = nx.count_below(s2 + nx.zeros_like(delta)[:, None], brk) - 1
+        on = (k_brk >= 0) & (k_brk < s2.shape[1] - 1) & (brk < whi)
+        k_brk = nx.clip(k_brk, 0, s2.shape[1] - 2)
+        col = nx.arange(s2.shape[1] - 1, delta)
+        events = events & ~(on[:, None] & (col[None, :] == k_brk[:, None]))
     C = K + 2
     cell = nx.first_true(events, C)                        # (r, C)
     valid = nx.gather(events, cell)
@@ -486,11 +499,29 @@ def _grid_crossings(law, delta, whi):
     inf = math.inf
     first = nx.where(flat(is_change), x_change, nx.where(split, x_left, inf + nx.zeros_like(x_change)))
     second = nx.where(split, x_right, inf + nx.zeros_like(x_change))
-    pts = nx.sort(nx.concat([first.reshape(r, C), second.reshape(r, C)], 1), 1)
+    parts = [first.reshape(r, C), second.reshape(r, C)]
+    if brk is not None:
+        parts.append(_break_crossings(nx, law, delta, brk, on, pick(k_brk[:, None])[:, 0],
+                                      pick(k_brk[:, None] + 1)[:, 0], hfun))
+    pts = nx.sort(nx.concat(parts, 1), 1)
     most = nx.host_max(nx.count_true(nx.isfinite(pts), 1) + 0.0) if r else 0.0
     if most is not None:                                   # drop the all-padding columns
         pts = pts[:, :max(int(most), 1)]
     return pts, pos[:, 0]
+
+
+def _break_crossings(nx, law, delta, brk, on, left, right, hfun):
+    """Crossings in the grid cell ``[left, right]`` that holds a jump of ``g`` at ``brk``: one on
+    each side (where ``h`` changes sign) and the jump itself; ``(r, 3)``, ``+inf`` where none."""
+    rows = nx.arange(delta.shape[0], delta)
+    t = nx.where(on, brk, left)
+    below = nx.maximum(nx.next_below(t), left)
+    h_l, h_b, h_t, h_r = (hfun(x, rows) > 0 for x in (left, below, t, right))
+    inf = nx.zeros_like(delta) + math.inf
+    x_left = _solve(nx, hfun, left, below, rows, on & (h_l != h_b), _CROSSING_TOL)
+    x_right = _solve(nx, hfun, t, right, rows, on & (h_t != h_r), _CROSSING_TOL)
+    return nx.stack([nx.where(on & (h_l != h_b), x_left, inf), nx.where(on & (h_b != h_t), t, inf),
+                     nx.where(on & (h_t != h_r), x_right, inf)], 1)
 
 
 def _intervals(law, delta, whi):

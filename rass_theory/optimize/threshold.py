@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import betainc, gammaln, log_ndtr, ndtr
 
+from rass_theory.exact.laws import RankLaw, sample
 from rass_theory.exact.normal import interval_mass, log_phi
 
 __all__ = ["ThresholdLowerSegment", "ThresholdUpperSegment", "threshold_segments", "two_level_segments",
@@ -207,17 +208,11 @@ def two_level_segments(K: int, t1: float, t2: float):
 # Per-row threshold laws (P8.5): rows with their own (t, w'), e.g. interpolated in delta
 # ----------------------------------------------------------------------------------------
 
-#: half-width of the finely gridded core of the crossing search (tails: 4x coarser)
-_CORE = 6.5
-
-
-def _log_binom_row(K: int) -> np.ndarray:
-    j = np.arange(K, dtype=np.float64)
-    return np.log(K) + gammaln(K) - gammaln(j + 1) - gammaln(K - j)
-
-
-class ThresholdRowLaw:
+class ThresholdRowLaw(RankLaw):
     """Selected law of the threshold-rank policy with its own ``(t_i, w'_i)`` in every row.
+
+    The one law engine's :class:`rass_theory.exact.laws.RankLaw` with a threshold, with the
+    argument order ``(t, weights)`` of this module and NumPy ``logpdf``/``cdf`` helpers.
 
     Parameters
     ----------
@@ -230,80 +225,21 @@ class ThresholdRowLaw:
     -----
     With ``p = Phi(s)``, ``P = Phi(t)``, ``q = P - p`` (P8.1):
     ``g/phi = sum_j w'_j K C(K-1, j) p^j q^(K-1-j)`` and
-    ``G = sum_{i=1}^K W_i C(K, i) p^i q^(K-i)`` (``W_i = sum_{j<i} w'_j``, integration of the
-    Bernstein basis) for ``s < t``; ``g/phi = K p^(K-1)``, ``G = p^K`` for ``s >= t``.
-    Evaluated in linear space from upper-tail differences (``q`` has relative accuracy), which is
-    the speed path of the per-row residual sampler :func:`sample_threshold_residual`; the
-    density ratio is returned as a log (``-inf`` where it underflows, which only happens where
-    the law's mass is below ``1e-300``).
+    ``G = sum_{i=1}^K W_i C(K, i) p^i q^(K-i)`` (``W_i = sum_{j<i} w'_j``) for ``s < t``;
+    ``g/phi = K p^(K-1)``, ``G = p^K`` for ``s >= t``.  ``G - Phi`` is taken in the excess form
+    of :class:`~rass_theory.exact.laws.RankLaw` (no cancellation in either tail).
     """
 
     def __init__(self, t, weights):
-        self.t = np.asarray(t, dtype=np.float64).reshape(-1)
-        self.weights = np.asarray(weights, dtype=np.float64)
-        if self.weights.ndim != 2 or self.weights.shape[0] != self.t.size:
-            raise ValueError(f"weights must have shape (n, K) with n = {self.t.size}, got {self.weights.shape}")
-        self.K = self.weights.shape[1]
-        K = self.K
-        self._coef_pdf = self.weights * np.exp(_log_binom_row(K))[None, :]
-        W = np.concatenate([np.zeros((self.t.size, 1)), np.cumsum(self.weights, axis=1)], axis=1)
-        W[:, -1] = 1.0
-        binom_K = np.exp(gammaln(K + 1) - gammaln(np.arange(K + 1) + 1) - gammaln(K - np.arange(K + 1) + 1))
-        self._coef_cdf = W * binom_K[None, :]
-        self._finite = np.isfinite(self.t)
-        self._tt = np.where(self._finite, self.t, 1e300)
-        self._P = np.where(self._finite, ndtr(self._tt), 1.0)
-        self._Q = np.where(self._finite, ndtr(-self._tt), 0.0)
+        t = np.asarray(t, dtype=np.float64).reshape(-1)
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.ndim != 2 or weights.shape[0] != t.size:
+            raise ValueError(f"weights must have shape (n, K) with n = {t.size}, got {weights.shape}")
+        super().__init__(weights, t)
 
     def restrict(self, idx) -> "ThresholdRowLaw":
         """The law of the rows ``idx`` (``None``: this law)."""
         return self if idx is None else ThresholdRowLaw(self.t[idx], self.weights[idx])
-
-    def _pq(self, s):
-        # p = Phi(s); q = Phi(t) - Phi(s) for s < t as a difference of upper tails right of 0 and
-        # of lower tails left of it (relative accuracy); q is unused (masked) for s >= t
-        tail = ndtr(-np.abs(s))                      # the smaller of Phi(s) and 1 - Phi(s), accurately
-        right = s > 0
-        p = np.where(right, 1.0 - tail, tail)
-        q = np.where(right, tail - self._Q[:, None], self._P[:, None] - p)
-        return p, np.maximum(q, 0.0), s < self._tt[:, None]
-
-    def ratio_and_cdf(self, s, need_cdf: bool = True):
-        """``(g(s)/phi(s), G(s))`` for ``s (n, m)`` (row ``i`` with row ``i``'s law)."""
-        s = np.asarray(s, dtype=np.float64)
-        K = self.K
-        p, q, below = self._pq(s)
-        # homogeneous Horner: B = c_0 q^(K-1) + p (c_1 q^(K-2) + p (... + p c_(K-1)))
-        qp = [None, q]
-        for _ in range(2, K + 1 if need_cdf else K):
-            qp.append(qp[-1] * q)
-        c = self._coef_pdf
-        B = np.broadcast_to(c[:, K - 1:K], p.shape).copy()
-        for j in range(K - 2, -1, -1):
-            B *= p
-            B += c[:, j:j + 1] * qp[K - 1 - j]
-        top = p ** (K - 1) if K > 1 else np.ones_like(p)
-        B = np.where(below, B, K * top)
-        if not need_cdf:
-            return B, None
-        # G = sum_{i>=1} W_i C(K, i) p^i q^(K-i), the same way
-        c = self._coef_cdf
-        G = np.broadcast_to(c[:, K:K + 1], p.shape).copy()
-        for i in range(K - 1, 0, -1):
-            G *= p
-            G += c[:, i:i + 1] * qp[K - i]
-        G *= p
-        return B, np.where(below, G, top * p)
-
-    def log_ratio(self, s):
-        """``log(g(s)/phi(s))`` for ``s (n, m)``."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.ratio_and_cdf(s, need_cdf=False)[0])
-
-    def cdf_excess(self, s):
-        """``G(s) - Phi(s)`` for ``s (n, m)``."""
-        s = np.asarray(s, dtype=np.float64)
-        return self.ratio_and_cdf(s)[1] - ndtr(s)
 
     def logpdf(self, s):
         """``log g(s)`` for ``s (n,)`` or ``(n, m)``."""
@@ -318,11 +254,11 @@ class ThresholdRowLaw:
         s = np.asarray(s, dtype=np.float64)
         flat = s.ndim == 1
         s2 = s[:, None] if flat else s
-        out = np.clip(self.ratio_and_cdf(s2)[1], 0.0, 1.0)
+        out = np.clip(self.cdf_excess(s2) + ndtr(s2), 0.0, 1.0)
         return out[:, 0] if flat else out
 
 
-def sample_threshold_residual(law: ThresholdRowLaw, delta, u, *, spacing: float | None = None) -> np.ndarray:
+def sample_threshold_residual(law: ThresholdRowLaw, delta, u) -> np.ndarray:
     """Inverse-CDF draws from ``(f - g_i)_+ / TV(f, g_i)``, one per row, for per-row threshold laws.
 
     Parameters
@@ -331,23 +267,13 @@ def sample_threshold_residual(law: ThresholdRowLaw, delta, u, *, spacing: float 
         ``n`` rows.
     delta, u : ndarray (n,)
         Target means of ``s`` and uniforms.
-    spacing : float, optional
-        Crossing-search grid spacing; default :func:`rass_theory.exact.batch.grid_spacing` of ``K``.
 
     Notes
     -----
-    The crossings of ``f`` and ``g`` are searched on a per-row grid over the engine's window
-    ``[-L, max(delta, 0) + L]`` (:mod:`rass_theory.exact._window`: a crossing missed outside costs at
-    most ``(K + 1) Phi(-L)`` in total variation), with ``t`` and its left neighbour as grid nodes so
-    that no cell straddles the jump of ``g`` at ``t``; sign changes are refined, hidden pairs
-    split, the closed-form masses of ``(f - g)_+`` summed, and the residual CDF inverted by the
-    exact engine's routines (:func:`rass_theory.exact.batch.sample_residual_generic` with row
-    restriction, proof ``P7-selected-law``).  Rows without residual mass return
-    ``delta + Phi^{-1}(u)``.
+    The one residual sampler of the engine, :func:`rass_theory.exact.laws.sample` (crossings on
+    the truncation window, hidden pairs split, the jump of ``g`` at ``t`` treated as a crossing
+    candidate, closed-form masses, inverse CDF; proof ``P7-selected-law``).
     """
-    from rass_theory.exact import batch as eb
-    from rass_theory.exact._window import half_width
-
     delta = np.asarray(delta, dtype=np.float64).reshape(-1)
     u = np.asarray(u, dtype=np.float64).reshape(-1)
     n = delta.size
@@ -355,39 +281,4 @@ def sample_threshold_residual(law: ThresholdRowLaw, delta, u, *, spacing: float 
         raise ValueError(f"law, delta and u must have the same number of rows, got {law.t.size}, {n}, {u.size}")
     if n == 0:
         return np.zeros(0)
-    K = law.K
-    L = half_width(K)
-    h = eb.grid_spacing(K) if spacing is None else float(spacing)
-    lo = -L + np.minimum(delta, 0.0)
-    hi = np.maximum(delta, 0.0) + L
-    # spacing h on the core [-CORE, delta + CORE], 4 h in the tails, where both laws carry at most
-    # (K + 1) Phi(-CORE) and h is dominated by its smooth quadratic part
-    core_lo, core_hi = np.maximum(lo, -_CORE + np.minimum(delta, 0.0)), np.minimum(hi, np.maximum(delta, 0.0) + _CORE)
-    m = int(np.ceil(float(np.max(core_hi - core_lo)) / h)) + 1
-    mt = int(np.ceil((L - _CORE) / (4.0 * h))) + 1
-    lin = np.linspace(0.0, 1.0, m)[None, :]
-    tail = np.linspace(0.0, 1.0, mt)[None, :-1]
-    base = np.concatenate([lo[:, None] + (core_lo - lo)[:, None] * tail,
-                           core_lo[:, None] + (core_hi - core_lo)[:, None] * lin,
-                           hi[:, None] - (hi - core_hi)[:, None] * tail], axis=1)
-    # insert t's left neighbour and t itself as nodes (rows of base are sorted: shift, no sort)
-    tt = np.clip(law.t, lo, hi)
-    at = (base < tt[:, None]).sum(axis=1)[:, None]
-    cols = np.arange(base.shape[1] + 2)[None, :]
-    src = np.clip(np.where(cols < at, cols, cols - 2), 0, base.shape[1] - 1)
-    grid = np.take_along_axis(base, src, axis=1)
-    grid = np.where(cols == at, np.nextafter(tt, -np.inf)[:, None], np.where(cols == at + 1, tt[:, None], grid))
-
-    def restrict(idx):
-        sub = law.restrict(idx)
-        return sub.log_ratio, sub.cdf_excess
-
-    hg = eb._h_function(law.log_ratio, delta)(grid)
-    hg = np.where(np.isnan(hg), 0.0, hg)
-    pos = hg > 0
-    rows, cols = np.nonzero(pos[:, 1:] != pos[:, :-1])
-    changes = (rows, grid[rows, cols], grid[rows, cols + 1], hg[rows, cols], hg[rows, cols + 1])
-    dr, dk = eb._dip_candidates(hg)
-    dips = (dr, grid[dr, dk - 1], grid[dr, dk + 1], hg[dr, dk - 1], hg[dr, dk + 1])
-    ri = eb._assemble_intervals(restrict, delta, changes, dips, pos[:, 0], grid[:, 0], grid[:, -1])
-    return eb._invert_residual(ri, restrict, delta, u)
+    return np.asarray(sample(law, delta, u), dtype=np.float64)
