@@ -304,12 +304,11 @@ class RankLaw:
 
         The scaled basis ``K C(K-1, j) p^j q^(K-1-j) / M(s)`` (``M`` its largest entry at ``s``)
         is built once on the grid, so every row costs one ``(K,) x (K, m)`` product.  Threshold
-        laws (per-row basis) fall back to :meth:`log_ratio`.
+        laws share ``Phi`` and its powers on the grid and form ``q = Phi(t) - Phi(s)`` per row.
         """
         nx, K = self.nx, self.K
         if self.t is not None:
-            rows = self.t.shape[0]
-            return self.log_ratio(grid[None, :] + nx.zeros_like(self.t)[:, None]) if rows else grid[None, :][:0]
+            return self._threshold_log_ratio_grid(grid)
         log_p, log_q = nx.log_ndtr(grid), nx.log_ndtr(-grid)
         coef = _coefficients(K)[0]
         cols = []
@@ -326,6 +325,28 @@ class RankLaw:
         w = self.weights if self.weights.ndim == 2 else self.weights[None, :]
         with np.errstate(divide="ignore"):
             return nx.log(w @ basis.T) + scale[None, :]
+
+    def _threshold_log_ratio_grid(self, grid):
+        nx, K = self.nx, self.K
+        p, Q = nx.ndtr(grid), nx.ndtr(-grid)
+        t = self.t[:, None]
+        finite = nx.isfinite(t)
+        tt = nx.where(finite, t, nx.zeros_like(t))
+        P_row = nx.where(finite, nx.ndtr(tt), nx.zeros_like(t) + 1.0)
+        Q_row = nx.where(finite, nx.ndtr(-tt), nx.zeros_like(t))
+        q = nx.maximum(nx.where(grid[None, :] > 0, Q[None, :] - Q_row, P_row - p[None, :]), 0.0)
+        pp = _powers(p, K - 1)
+        qq = _powers(q, K - 1)
+        B = self._col(self._pdf_coef, 0) * qq[K - 1]
+        for j in range(1, K):
+            B = B + self._col(self._pdf_coef, j) * (pp[j][None, :] * qq[K - 1 - j])
+        with np.errstate(divide="ignore"):
+            out = nx.log(B)
+        small = ~(B > 1e-280)
+        if nx.maybe_any(small):
+            out = nx.where(small, self._log_ratio_log_space(grid[None, :] + nx.zeros_like(out)), out)
+        top = math.log(K) + (K - 1) * nx.log_ndtr(grid)
+        return nx.where(grid[None, :] < t, out, top[None, :] + nx.zeros_like(out))
 
 
 def rank_law(weights) -> RankLaw:

@@ -46,10 +46,12 @@ class TestRankLaw:
             np.testing.assert_allclose(lr, ref_lr, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(ce, ref_ce, rtol=1e-10, atol=1e-16)
 
-    def test_grid_form_equals_pointwise_form(self, rng):
+    @pytest.mark.parametrize("threshold", [False, True])
+    def test_grid_form_equals_pointwise_form(self, threshold, rng):
         W, _ = _rows(rng, 30, 4)
         grid = np.linspace(-11.5, 14.5, 300)
-        law = laws.rank_law(W)
+        t = np.where(rng.random(30) < 0.2, np.inf, rng.uniform(-2.0, 3.0, 30))
+        law = laws.threshold_law(W, t) if threshold else laws.rank_law(W)
         np.testing.assert_allclose(law.log_ratio_grid(grid), law.log_ratio(np.broadcast_to(grid, (30, 300))),
                                    rtol=1e-13, atol=1e-13)
 
