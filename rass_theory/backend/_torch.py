@@ -24,7 +24,13 @@ class TorchBackend:
     logaddexp = staticmethod(torch.logaddexp)
     isfinite = staticmethod(torch.isfinite)
     log_ndtr = staticmethod(torch.special.log_ndtr)
-    ndtr = staticmethod(torch.special.ndtr)
+
+    @staticmethod
+    def ndtr(x):
+        """``Phi(x) = erfc(-x / sqrt 2) / 2``: relative accuracy in the lower tail, where
+        ``torch.special.ndtr`` cancels (relative error 4e-11 at -5, total at -12)."""
+        return 0.5 * torch.special.erfc(x * -0.7071067811865476)
+
     ndtri = staticmethod(torch.special.ndtri)
     erfcx = staticmethod(torch.special.erfcx)
 

@@ -119,11 +119,19 @@ def shift_difference(nx, x, delta):
     return nx.where(small & (delta * nx.maximum(nx.abs(xs), 1.0) <= 1.0), gl, out)
 
 
+def _log1mexp(nx, x):
+    """``log(1 - exp(x))`` for ``x <= 0`` (Maechler's two branches; ``-inf`` at 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return nx.where(x > -math.log(2.0), nx.log(-nx.expm1(x)), nx.log1p(-nx.exp(nx.minimum(x, 0.0))))
+
+
 def _log_diff_tails(nx, s, t):
-    """``log(Phi(t) - Phi(s))`` for ``s <= t`` (upper tails right of 0); ``-inf`` at ``s = t``."""
-    d = nx.where(s > 0, nx.ndtr(-s) - nx.ndtr(-t), nx.ndtr(t) - nx.ndtr(s))
-    with np.errstate(divide="ignore"):
-        return nx.log(nx.maximum(d, 0.0))
+    """``log(Phi(t) - Phi(s))`` for ``s <= t`` in log space (upper tails right of 0), so it keeps
+    relative accuracy far in either tail; ``-inf`` at ``s = t``."""
+    upper = s > 0
+    hi = nx.where(upper, nx.log_ndtr(-s), nx.log_ndtr(t))
+    lo = nx.where(upper, nx.log_ndtr(-t), nx.log_ndtr(s))
+    return hi + _log1mexp(nx, nx.minimum(lo - hi, 0.0))
 
 
 def _powers(x, n: int) -> list:
