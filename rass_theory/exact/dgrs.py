@@ -28,9 +28,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
-from rass_theory.exact._roots import bracketed_roots
+from rass_theory.exact.laws import TINY_DELTA, DGRSLaw, limit_levels
 from rass_theory._validation import check_delta, check_K, check_positive_int
 
 __all__ = [
@@ -97,78 +96,17 @@ def interval_mass(a: float, b: float) -> float:
     return 0.5 * (math.erf(b * _SQRT1_2) - math.erf(a * _SQRT1_2))
 
 
-def norm_sf_array(x):
-    """Array version of :func:`norm_sf`."""
-    return 0.5 * special.erfc(np.asarray(x, dtype=np.float64) * _SQRT1_2)
-
-
-def norm_pdf_array(x):
-    """Array version of :func:`norm_pdf`."""
-    x = np.asarray(x, dtype=np.float64)
-    return _INV_SQRT_2PI * np.exp(-0.5 * x * x)
-
-
-def _interval_series_array(m, h):
-    """Array version of :func:`_interval_series` (fixed number of terms; ``h, h |m| < 0.05``)."""
-    he_even = np.ones_like(m)
-    he_odd = m.copy()
-    coef = h.copy()
-    total = h.copy()
-    h2 = h * h
-    for j in range(1, _ARRAY_SERIES_TERMS):
-        n = 2 * j
-        he_even = m * he_odd - (n - 1) * he_even
-        coef = coef * h2 / (n * (n + 1))
-        total = total + he_even * coef
-        he_odd = m * he_even - n * he_odd
-    return 2.0 * _INV_SQRT_2PI * np.exp(-0.5 * m * m) * total
-
-
-def _closed_mass_array(a, b):
-    """``Phi(b) - Phi(a)`` from ``erf``/``erfc``, the branch chosen per element against cancellation."""
-    upper = 0.5 * (special.erfc(a * _SQRT1_2) - special.erfc(b * _SQRT1_2))
-    lower = 0.5 * (special.erfc(-b * _SQRT1_2) - special.erfc(-a * _SQRT1_2))
-    middle = 0.5 * (special.erf(b * _SQRT1_2) - special.erf(a * _SQRT1_2))
-    return np.where(a >= 0.0, upper, np.where(b <= 0.0, lower, middle))
-
-
-def _centered_mass_array(m, h):
-    """``Phi(m + h) - Phi(m - h)`` for arrays, from the midpoint and half-width directly.
-
-    Passing ``(m, h)`` rather than the end points avoids the rounding of ``b - a`` that would
-    otherwise cost ``|m| eps / h`` of relative accuracy for tiny ``h``.
-    """
-    m, h = np.broadcast_arrays(np.asarray(m, dtype=np.float64), np.asarray(h, dtype=np.float64))
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.array(_closed_mass_array(m - h, m + h), dtype=np.float64)
-        use_series = 2.0 * h * np.maximum(1.0, np.abs(m)) < SERIES_WIDTH
-        if np.any(use_series):
-            out[use_series] = _interval_series_array(m[use_series], h[use_series])
-    return out
-
-
 # ---------------------------------------------------------------------------------------------
 # level recursion, scalar (fast path) and vectorised over rows
 # ---------------------------------------------------------------------------------------------
 
 #: below this delta the levels are taken from their delta -> 0 limit, P_k = delta p_k (relative
 #: error O(delta), far below rounding); this keeps subnormal deltas away from the recursion.
-_TINY_DELTA = 1e-100
+_TINY_DELTA = TINY_DELTA
 
 
-def _limit_levels(K: int) -> tuple[list[float], list[float]]:
-    """delta -> 0 limit: ``t_k = lim c_k`` and ``p_k = lim P_k / delta`` for ``k = 1..K``.
-
-    ``p_k = phi(t_k) - t_k Q(t_k)`` with ``t_1 = 0`` and ``t_{k+1} = t_k + p_k``.
-    """
-    ts, ps = [], []
-    t = 0.0
-    for _ in range(K):
-        p = norm_pdf(t) - t * norm_sf(t)
-        ts.append(t)
-        ps.append(p)
-        t += p
-    return ts, ps
+#: ``delta -> 0`` limit ``(t_k, p_k)``, k = 1..K: :func:`rass_theory.exact.laws.limit_levels`
+_limit_levels = limit_levels
 
 
 def _iter_levels(K: int, delta: float):
@@ -424,34 +362,10 @@ def dgrs_residual_masses(K, delta) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 def _row_levels(k: int, delta: np.ndarray):
-    """Per-row ``(c_k, P_k, T_k)`` for a level ``k >= 1`` (``T_k = P_1 + ... + P_{k-1}``).
-
-    ``k = 0`` returns ``(-inf, 1, -1)`` so that ``S_0 = 1 + T_0 = 0``.  Rows with
-    ``delta < _TINY_DELTA`` use the delta -> 0 limit (``P_k = delta p_k``, ``c_k = t_k``).
-    """
-    n = delta.shape[0]
-    if k == 0:
-        return np.full(n, -np.inf), np.ones(n), np.full(n, -1.0)
-    tiny = delta < _TINY_DELTA
-    d = np.where(tiny, 1.0, delta)  # placeholder for tiny rows, overwritten below
-    half = 0.5 * d
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        P = special.erf(half * _SQRT1_2)
-        c = half.copy()
-        T = np.zeros(n)
-        for _ in range(1, k):
-            T = T + P
-            m = np.log1p(T) / d  # midpoint of [c - delta, c]
-            c = half + m
-            p_new = _centered_mass_array(m, half) - T * norm_sf_array(c)
-            P = np.minimum(np.maximum(p_new, 0.0), P)
-    if np.any(tiny):
-        ts, ps = _limit_levels(k)
-        dt = delta[tiny]
-        c[tiny] = ts[-1] + 0.5 * dt
-        P[tiny] = dt * ps[-1]
-        T[tiny] = dt * sum(ps[:-1])
-    return c, P, T
+    """Per-row ``(c_k, P_k, T_k)`` for a level ``k >= 0`` from the one recursion,
+    :class:`rass_theory.exact.laws.DGRSLaw` (``k = 0``: ``(-inf, 1, -1)``)."""
+    lv = DGRSLaw(max(int(k), 1), np.asarray(delta, dtype=np.float64))
+    return lv.c[:, k], lv.P[:, k], lv.T[:, k]
 
 
 def _check_rows(delta, s, s_name: str):
@@ -497,38 +411,7 @@ def batch_accept_prob(k, delta, s) -> np.ndarray:
     """
     k = check_positive_int(k, "k")
     delta, s = _check_rows(delta, s, "s")
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        if k == 1:
-            ratio = np.exp(delta * (s - 0.5 * delta))
-        else:
-            _, P, T = _row_levels(k - 1, delta)
-            ratio = (np.expm1(delta * (s - 0.5 * delta)) - T) / P
-            tiny = delta < _TINY_DELTA
-            if np.any(tiny):
-                ts, ps = _limit_levels(k - 1)
-                ratio[tiny] = (s[tiny] - 0.5 * delta[tiny] - ts[-1]) / ps[-1]
-    ratio = np.where(np.isnan(ratio), 0.0, ratio)  # only from inf - inf far in the left tail
-    return np.clip(ratio, 0.0, 1.0)
-
-
-def _final_sf_pdf(K: int, delta: np.ndarray, s: np.ndarray, state):
-    """Survival function and density of ``r_K`` at ``s`` (rows), given ``_row_levels`` state."""
-    c, P, T = state
-    tiny = delta < _TINY_DELTA
-    d = np.where(tiny, 1.0, delta)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        x = np.maximum(s, c)
-        G = _centered_mass_array(x - 0.5 * d, 0.5 * d) - T * norm_sf_array(x)
-        sf = G / P
-        pdf = norm_pdf_array(x) * (np.expm1(d * (x - 0.5 * d)) - T) / P
-        if np.any(tiny):
-            ts, ps = _limit_levels(K)
-            xt = x[tiny] - 0.5 * delta[tiny]
-            sf[tiny] = (norm_pdf_array(xt) - ts[-1] * norm_sf_array(xt)) / ps[-1]
-            pdf[tiny] = norm_pdf_array(xt) * (xt - ts[-1]) / ps[-1]
-    sf = np.clip(np.where(s <= c, 1.0, sf), 0.0, 1.0)
-    pdf = np.where(s <= c, 0.0, np.maximum(pdf, 0.0))
-    return sf, pdf
+    return DGRSLaw(max(k - 1, 1), delta).accept(k, s)
 
 
 def final_residual_sf(K, delta, s) -> np.ndarray:
@@ -541,7 +424,7 @@ def final_residual_sf(K, delta, s) -> np.ndarray:
     """
     K = check_K(K)
     delta, s = _check_rows(delta, s, "s")
-    return _final_sf_pdf(K, delta, s, _row_levels(K, delta))[0]
+    return DGRSLaw(K, delta).final_sf(s)
 
 
 def batch_sample_final_residual(K, delta, u) -> np.ndarray:
@@ -559,9 +442,9 @@ def batch_sample_final_residual(K, delta, u) -> np.ndarray:
     Returns
     -------
     ndarray, shape (n,)
-        ``s = F^{-1}(u)`` with ``F`` the CDF of ``r_K`` (support ``[c_K, inf)``), solved by the
-        engine's root finder (:func:`rass_theory.exact._roots.bracketed_roots`) to a bracket of
-        ``8 eps (1 + |s|)``.  The error is
+        ``s = F^{-1}(u)`` with ``F`` the CDF of ``r_K`` (support ``[c_K, inf)``), solved by
+        ``nx.find_root`` (:meth:`rass_theory.exact.laws.DGRSLaw.sample`, the one recursion of
+        both back ends) to a bracket of ``8 eps (1 + |s|)``.  The error is
         that of the survival function divided by the density; the density vanishes linearly at
         ``c_K``, so for ``u < 1e-8`` the error grows like ``1e-16 / sqrt(u)``.
 
@@ -575,27 +458,4 @@ def batch_sample_final_residual(K, delta, u) -> np.ndarray:
     delta, u = _check_rows(delta, u, "u")
     if np.any((u < 0.0) | (u >= 1.0)):
         raise ValueError("u must lie in [0, 1)")
-    state = _row_levels(K, delta)
-    c = state[0]
-    y = 1.0 - u  # target survival probability
-    lo = c.copy()
-    width = np.ones_like(c)
-    hi = c + width
-    for _ in range(80):  # widen until sf(hi) <= y
-        sf_hi, _ = _final_sf_pdf(K, delta, hi, state)
-        need = sf_hi > y
-        if not np.any(need):
-            break
-        width = np.where(need, 2.0 * width, width)
-        hi = np.where(need, c + width, hi)
-    s = c.copy()  # u = 0: the left end of the support
-    active = np.flatnonzero(u > 0.0)
-    if active.size:
-        c_a, P_a, T_a = (x[active] for x in state)
-
-        def excess(x, j):  # sf(x) - y, decreasing in x
-            j = j.astype(np.intp)
-            return _final_sf_pdf(K, delta[active[j]], x, (c_a[j], P_a[j], T_a[j]))[0] - y[active[j]]
-
-        s[active] = bracketed_roots(excess, lo[active], hi[active], args=(np.arange(active.size),))
-    return s
+    return DGRSLaw(K, delta).sample(u)
