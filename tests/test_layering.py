@@ -12,6 +12,7 @@ fail on any upward edge, on an import cycle between subpackages or between modul
 rt`` inside the package, and when ``import rass_theory`` loads torch, dask or matplotlib.
 """
 import ast
+import functools
 import pathlib
 import subprocess
 import sys
@@ -32,6 +33,7 @@ def _unit(module: str) -> str | None:
     return parts[1]
 
 
+@functools.lru_cache(maxsize=1)
 def _edges():
     """``{(importer unit, imported unit): [files]}`` over every module of the package."""
     edges = {}
@@ -124,6 +126,7 @@ def test_top_level_import_is_light():
 #: mnist, sections}).  A shared piece goes into a lower module instead.
 
 
+@functools.lru_cache(maxsize=1)
 def _module_graph():
     """``{module: {modules it imports}}`` over every module of the package, any import site."""
     modules = {}
