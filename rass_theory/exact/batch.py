@@ -803,6 +803,10 @@ def sample_residual(weights, delta, u, *, half_width: float | None = None, spaci
     w, d, u = _check_batch(weights, delta, u, "u", allow_inf=False)
     if np.any((u < 0) | (u > 1)):
         raise ValueError("u must lie in [0, 1]")
+    if half_width is None and spacing is None:
+        from rass_theory.exact.laws import rank_law, sample
+
+        return sample(rank_law(w), d, u)
     ri, _, _ = _rass_intervals(w, d, half_width, spacing)
     return _invert_residual(ri, _rass_restrict(w), d, u)
 

@@ -601,7 +601,12 @@ def _sample_block(law, delta, u):
     total = cum[:, -1]
     target = u * total
     J = mass.shape[1]
-    k = nx.minimum(nx.count_below(cum, target), J - 1)[:, None]
+    # never a zero-mass interval: between the first and the last interval that has mass
+    seen = nx.cumsum(nx.cast(mass > 0, nx.float64), 1)
+    first_pos = nx.count_true(seen == 0, 1)
+    last_pos = J - nx.count_true(seen == seen[:, -1:], 1)
+    k = nx.count_below(cum, target)
+    k = nx.maximum(nx.minimum(nx.minimum(k, last_pos), J - 1), nx.minimum(first_pos, J - 1))[:, None]
     rest = target - (nx.gather(cum, k) - nx.gather(mass, k))[:, 0]
     a = nx.gather(bounds, k)[:, 0]
     b = nx.gather(bounds, k + 1)[:, 0]
@@ -613,7 +618,9 @@ def _sample_block(law, delta, u):
         return shift_difference(nx, x, dj) - law.take(j).cdf_excess(x[:, None])[:, 0] - Da[j] - rest[j]
 
     rows = nx.arange(delta.shape[0], delta)
-    return nx.find_root(excess, a, b, args=(rows,))
+    out = nx.find_root(excess, a, b, args=(rows,))
+    # no residual mass (g = f): the residual is never used; the draw is then from f itself
+    return nx.where(total > 0, out, delta + nx.ndtri(nx.clip(u, 1e-300, 1.0 - 2.0 ** -53)))
 
 
 def sample(law, delta, u):
