@@ -149,7 +149,7 @@ class RASSVerifier(BuiltinVerifier):
         nx, K, n = batch.nx, batch.K, batch.n
         if self.K is not None and K != self.K:
             raise ValueError(f"children must have K = {self.K} children per node to match weights, got K = {K}")
-        dev = str(batch.device)
+        dev = f"{nx.name}:{batch.device}"
         if self._fixed is not None:
             return self._cached(("fixed", dev), lambda: nx.constant(self._fixed, batch.s))
         if isinstance(self.weights, str):

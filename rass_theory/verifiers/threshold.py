@@ -56,57 +56,12 @@ def threshold_select(t, weights):
     return select
 
 
-#: NumPy batches whose rejected rows have at most this many distinct deltas draw the residual
-#: from one cached table per delta; more distinct deltas use the per-row sampler
-MAX_SHARED_LAWS = 32
-
-
-class _SharedTables:
-    """NumPy residual tables of one threshold policy per ``(K, t, w', delta)``, bounded in number."""
-
-    def __init__(self):
-        self._tables = {}
-
-    def sample(self, K, t, w, delta, u):
-        from ..exact.residual_tables import policy_shared_residual
-        from ..optimize.policies import ThresholdRankPolicy
-
-        key = (K, float(t), tuple(float(x) for x in w), float(delta))
-        table = self._tables.get(key)
-        if table is None:
-            if len(self._tables) > 256:
-                self._tables.clear()
-            table = self._tables[key] = policy_shared_residual(ThresholdRankPolicy(K, float(t), w), float(delta))
-        return table.sample(u)
-
-
-def _numpy_residual(t, weights, batch, rows, u, tables):
-    """``(f - g_i)_+ / TV`` for the NumPy rows ``rows``: shared tables for few deltas, else per row."""
-    from ..optimize.threshold import ThresholdRowLaw, sample_threshold_residual
-
-    d, v = batch.delta_safe[rows], u[rows]
-    values, inverse = np.unique(d, return_inverse=True)
-    if tables is None or values.size > MAX_SHARED_LAWS:
-        return sample_threshold_residual(ThresholdRowLaw(t[rows], weights[rows]), d, v)
-    inverse = inverse.reshape(-1)
-    out = np.empty(d.size)
-    first = np.zeros(values.size, dtype=np.int64)
-    first[inverse[::-1]] = np.arange(d.size)[::-1]               # one row of each value
-    for j, value in enumerate(values):
-        sel = inverse == j
-        r = rows[first[j]]
-        out[sel] = tables.sample(batch.K, t[r], weights[r], value, v[sel])
-    return out
-
-
-def threshold_pieces(t, weights, tables: _SharedTables | None = None) -> RankPieces:
+def threshold_pieces(t, weights) -> RankPieces:
     """Kernel pieces of the threshold policy with per-row ``t (n,)`` and ``w' (n, K)`` (arrays of one back end).
 
-    The selected law's ratio is :func:`rass_theory.exact.laws.threshold_law` (one law class for
-    both back ends).  The residual: torch the device sampler of :mod:`rass_theory.exact.torch_laws`;
-    NumPy the per-row sampler :func:`rass_theory.optimize.threshold.sample_threshold_residual`, or,
-    with ``tables`` (parameters that are a function of ``delta``), one cached table per distinct
-    ``delta`` when there are at most :data:`MAX_SHARED_LAWS`.
+    The selected law is :func:`rass_theory.exact.laws.threshold_law` and the residual its draw by
+    :func:`rass_theory.exact.laws.sample` (one engine for both back ends; rows sharing one law,
+    e.g. a single-delta batch, find their crossings once).
     """
     law = laws.threshold_law(weights, t)
 
@@ -114,14 +69,9 @@ def threshold_pieces(t, weights, tables: _SharedTables | None = None) -> RankPie
         return law.log_ratio(s_sel[:, None])[:, 0]
 
     def residual(batch, rows, u):
-        if batch.nx.name == "numpy":
-            return _numpy_residual(t, weights, batch, rows, u, tables)
-        from ..exact import torch_laws
-
-        g = torch_laws.threshold_law(weights, t)
         if rows is None:
-            return torch_laws.law_residual(g, batch.delta_safe, u)
-        return torch_laws.law_residual(g.subset(rows), batch.delta_safe[rows], u[rows])
+            return laws.sample(law, batch.delta_safe, u)
+        return laws.sample(law.take(rows), batch.delta_safe[rows], u[rows])
 
     return RankPieces(threshold_select(t, weights), ratio, residual)
 
@@ -155,7 +105,6 @@ class ThresholdVerifier(BuiltinVerifier):
         self.parameters = parameters
         self.orthogonal = orthogonal
         self._device = {}
-        self._tables = _SharedTables()
 
     def __repr__(self) -> str:
         if self._w is not None:
@@ -235,14 +184,14 @@ class ThresholdVerifier(BuiltinVerifier):
                 if t.shape not in ((), (n,)) or np.isnan(t).any():
                     raise ValueError(f"t must be a real number or an array of shape (n,) = {(n,)} without NaN")
                 t = np.broadcast_to(t, (n,))
-            key = ("w", K, str(batch.device))
+            key = ("w", K, nx.name, str(batch.device))
             if key not in self._device:
                 self._device[key] = nx.constant(self._w, batch.s)
             return t, self._device[key].expand(n, K) if nx.name == "torch" else np.broadcast_to(self._w, (n, K))
         if nx.name == "torch" and self._uses_table(K):
             return self._table_rows(batch)
         if nx.name == "torch" and (self.delta is not None or self._w is not None):
-            key = ("fixed", K, str(batch.device))
+            key = ("fixed", K, nx.name, str(batch.device))
             if key not in self._device:                              # host -> device once
                 t, w = self.parameters_at(K)
                 self._device[key] = (float(t), nx.constant(np.asarray(w, dtype=np.float64), batch.s))
@@ -275,8 +224,7 @@ class ThresholdVerifier(BuiltinVerifier):
     def pieces(self, batch: NodeBatch) -> RankPieces:
         """The kernel pieces for a prepared batch (its rows' parameters resolved)."""
         t, w = self.row_parameters(batch)
-        per_row_t = self._w is not None and hasattr(self.t, "shape")
-        pieces = threshold_pieces(t, w, None if per_row_t else self._tables)
+        pieces = threshold_pieces(t, w)
         if self.orthogonal == "fresh":
             pieces = pieces.replace(orthogonal=fresh_orthogonal_piece)
         return pieces

@@ -2,8 +2,8 @@
 
 Same method as ``tests/torch/test_sync_free.py`` (a ``meta`` device has shapes but no data, so
 any host read raises), for the options that run on the device: the threshold verifier with
-table-interpolated per-row parameters, per-row thresholds ``t (n,)``, and
-RASS with fresh orthogonal parts.
+table-interpolated per-row parameters (interpolated on the device) and RASS with fresh
+orthogonal parts.
 """
 import pytest
 import torch
@@ -13,8 +13,6 @@ from rass_theory.verifiers import _tensors
 
 RULES = {
     "threshold_interpolated": lambda n: tv.threshold(),
-    "threshold_per_row_t": lambda n: tv.threshold(t=torch.empty(n, dtype=torch.float64, device="meta"),
-                                                  weights=[0.1, 0.2, 0.3, 0.4]),
     "rass_fresh_orthogonal": lambda n: tv.rass("uniform", orthogonal="fresh"),
 }
 
