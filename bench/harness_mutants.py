@@ -107,7 +107,7 @@ def main():
         with open(os.path.join(os.path.dirname(OUT), "harness_power.md"), "w") as fh:
             fh.write(text + "\n")
         return
-    from rass_theory.mutants import BACKENDS
+    from rass_theory.mutants import MUTANT_BACKENDS
     rows = []
     header = ("verifier", "kind", "verdict", "as expected", "smallest p (Holm)", "test", "wall s", "CPU s",
               "wall s per cell", "corrections")
@@ -118,7 +118,7 @@ def main():
 
         todo += [(n, v, False) for n, v in torch_mutants(4).items()]
     else:
-        todo += [(n, f(4), False) for n, f in MUTANTS.items() if "numpy" in BACKENDS[n]]
+        todo += [(n, f(4), False) for n, f in MUTANTS.items() if "numpy" in MUTANT_BACKENDS[n]]
     if args.only:
         todo = [t for t in todo if t[0] in args.only]
     for name, v, expect in todo:

@@ -16,7 +16,7 @@ Most mutants are an exact rule's kernel (:mod:`rass_theory.verifiers.kernels`) w
 swapped -- the selection, the ratio, the residual, the orthogonal part or the rebuild of
 :class:`~rass_theory.verifiers.kernels.RankPieces`, or the order and levels of
 :func:`~rass_theory.verifiers.kernels.dgrs_kernel` -- so they run on NumPy arrays and torch
-tensors alike (:data:`BACKENDS`; :mod:`rass_theory.torch.mutants` is this catalogue filtered).
+tensors alike (:data:`MUTANT_BACKENDS`; :mod:`rass_theory.torch.mutants` is this catalogue filtered).
 
 Bugs that look wrong but are *not* wrong in law are deliberately absent: reconstructing the
 correction with another child's ``z_perp``, with ``-z_perp``, or with fresh projected noise all
@@ -48,24 +48,27 @@ from .verifiers._weights import batch_weights, optimal_single
 from .verifiers.kernels import (accept, dgrs_kernel, draw_rank, laws, log_target_ratio, rank_kernel,
                                 rank_pieces, target_ratio)
 
-__all__ = ["MUTANTS", "MUTANT_CATCHES", "BACKENDS", "all_mutants", "MutantVerifier", "round_bfloat16"]
+__all__ = ["MUTANTS", "MUTANT_CATCHES", "MUTANT_BACKENDS", "BACKENDS", "all_mutants", "MutantVerifier",
+           "round_bfloat16"]
 
 #: name -> factory(K) returning the mutant verifier.
 MUTANTS: dict = {}
 #: name -> the statistic(s) expected to expose it.
 MUTANT_CATCHES: dict = {}
-#: name -> the back ends the mutant runs on (``("numpy", "torch")`` when it is built from the
-#: shared kernels of :mod:`rass_theory.verifiers.kernels` with one piece swapped).
-BACKENDS: dict = {}
+#: The array back ends a verifier runs on (the one meaning of ``BACKENDS`` in the code base:
+#: a tuple of back-end names, as in :mod:`rass_theory.diffusion`).
+BACKENDS = ("numpy", "torch")
+#: name -> the back ends the mutant runs on (:data:`BACKENDS` when it is built from the shared
+#: kernels of :mod:`rass_theory.verifiers.kernels` with one piece swapped).
+MUTANT_BACKENDS: dict = {}
 _MIN_K: dict = {}
-_BOTH = ("numpy", "torch")
 
 
-def _register(name: str, catches: str, min_K: int = 1, backends: tuple = _BOTH):
+def _register(name: str, catches: str, min_K: int = 1, backends: tuple = BACKENDS):
     def decorator(factory):
         MUTANTS[name] = factory
         MUTANT_CATCHES[name] = catches
-        BACKENDS[name] = backends
+        MUTANT_BACKENDS[name] = backends
         _MIN_K[name] = min_K
         factory.mutant_name = name
         factory.catches = catches
@@ -85,7 +88,7 @@ def all_mutants(K: int = 4, backend: str = "numpy") -> dict:
         Children per node.  Mutants whose bug needs several children (e.g. the D-GRS ordering
         bugs) are left out for smaller ``K``, where they would coincide with an exact rule.
     backend : {"numpy", "torch"}
-        Keep the mutants that run on this back end (:data:`BACKENDS`).
+        Keep the mutants that run on this back end (:data:`MUTANT_BACKENDS`).
 
     Returns
     -------
@@ -93,10 +96,10 @@ def all_mutants(K: int = 4, backend: str = "numpy") -> dict:
         ``name -> verifier`` in catalogue order.
     """
     K = check_K(K)
-    if backend not in _BOTH:
-        raise ValueError(f"backend must be one of {_BOTH}, got {backend!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     return {name: factory(K) for name, factory in MUTANTS.items()
-            if K >= _MIN_K[name] and backend in BACKENDS[name]}
+            if K >= _MIN_K[name] and backend in MUTANT_BACKENDS[name]}
 
 
 class MutantVerifier(BuiltinVerifier):

@@ -2,7 +2,7 @@
 
 Every mutant built from the shared kernels of :mod:`rass_theory.verifiers.kernels` with one piece
 swapped runs on both back ends, so the torch catalogue is not a port: it is the same factories,
-filtered by :data:`rass_theory.mutants.BACKENDS`.  Each factory ``name(K)`` returns a verifier
+filtered by :data:`rass_theory.mutants.MUTANT_BACKENDS`.  Each factory ``name(K)`` returns a verifier
 whose ``expected_acceptance`` is that of the *exact* rule it imitates (what its author would
 claim); the NumPy-only mutants (Box-Muller, row-roll and sign-tied orthogonal parts, the
 4-sd truncated residual, sharded seeds) are left out.
@@ -16,7 +16,7 @@ __all__ = ["MUTANTS", "all_mutants", "MutantVerifier"]
 
 #: name -> factory(K) of the mutants that run on torch tensors.
 MUTANTS: dict = {name: factory for name, factory in _catalogue.MUTANTS.items()
-                 if "torch" in _catalogue.BACKENDS[name]}
+                 if "torch" in _catalogue.MUTANT_BACKENDS[name]}
 
 globals().update(MUTANTS)   # tm.single_draft_residual(4), ... as before
 
