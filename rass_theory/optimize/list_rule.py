@@ -48,7 +48,8 @@ from .._validation import check_delta, check_K
 from ..backend import get_backend
 
 __all__ = ["CERTIFICATE_TOL", "ListRuleCertificateError", "ListRuleParams", "OptimalListRule",
-           "optimal_list_acceptance", "optimal_list_rule", "solve_list_rule", "rule_params"]
+           "optimal_list_acceptance", "optimal_list_rule", "solve_list_rule", "rule_params",
+           "OptimalListLaw"]
 
 _LOG_SQRT_2PI = 0.91893853320467274178
 _EPS = np.finfo(np.float64).eps
@@ -485,6 +486,58 @@ def selected_cdf(p: ListRuleParams, s):
     nx = get_backend(s)
     below = s < p.t_keep
     return nx.where(below, nx.ndtr(s - p.delta), nx.exp(p.K * nx.log_ndtr(s)))
+
+
+class OptimalListLaw:
+    """The rule's selected law ``g*`` per row, as the :class:`rass_theory.exact.laws.SelectedLaw` protocol.
+
+    ``g* = f`` below ``t_a`` and ``K phi Phi^(K-1)`` from ``t_a`` on, so ``f - g*`` is ``0`` below
+    ``t_a``, negative on ``(t_a, t*)`` and positive beyond: its one crossing with a positive side
+    is ``t*``, supplied in closed form (:meth:`crossings`), and the grid scan of
+    :func:`rass_theory.exact.laws.sample` is skipped.
+
+    Parameters
+    ----------
+    K : int
+    params : ListRuleParams
+        One row (shared) or one per row, arrays of one back end (:meth:`ListRuleParams.on`).
+    """
+
+    def __init__(self, K: int, params: ListRuleParams):
+        self.K = int(K)
+        self.params = params
+        self.nx = get_backend(params.delta)
+
+    def _col(self, s):
+        p = self.params
+        return p if p.delta.shape[0] == 1 else p.column()
+
+    def take(self, rows) -> "OptimalListLaw":
+        p = self.params
+        return self if p.delta.shape[0] == 1 else OptimalListLaw(self.K, p.take(rows))
+
+    def keys(self):
+        p = self.params
+        return None if p.delta.shape[0] == 1 else p.delta[:, None]
+
+    def log_ratio(self, s):
+        """``log(g*(s) / phi(s))`` for ``s (r, m)``."""
+        return log_selected_ratio(self._col(s), s)
+
+    def cdf_excess(self, s):
+        """``G*(s) - Phi(s)``: ``Phi(s - delta) - Phi(s)`` below ``t_a``, ``Phi (Phi^(K-1) - 1)`` above."""
+        from ..exact.laws import shift_difference
+
+        nx, p = self.nx, self._col(s)
+        lp = nx.log_ndtr(s)
+        above = nx.exp(lp) * nx.expm1((p.K - 1) * lp)
+        return nx.where(s < p.t_keep, shift_difference(nx, s, p.delta), above)
+
+    def crossings(self, delta):
+        """``([t*] per row, False)``: ``f - g* <= 0`` left of ``t*``, ``> 0`` right of it."""
+        nx = self.nx
+        t_star = nx.zeros_like(delta) + self.params.t_star
+        return t_star[:, None], nx.zeros_like(delta) > 1.0
 
 
 def fake_probability(p: ListRuleParams, s):
