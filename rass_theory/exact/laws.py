@@ -19,6 +19,8 @@ The protocol (:class:`SelectedLaw`) a law implements for :func:`sample`:
   ``(r, m)`` (a faster form of ``log_ratio``; default: ``log_ratio`` broadcast);
 - optional ``breaks()``: ``(r,)`` points where ``g`` may jump (a threshold), or ``None``; the
   grid cell holding a break is split there and the jump itself is a crossing candidate;
+- optional ``spacing`` (float): the grid spacing of the crossing scan (default
+  :func:`grid_spacing` of ``K``);
 - optional ``crossings(delta)``: ``(points (r, c), first_positive (r,))`` when the crossings of
   ``f = phi(. - delta)`` and ``g`` are known in closed form (``points`` ascending, padded with
   ``+inf``; ``first_positive`` the sign of ``f - g`` left of the first one).  When present the
@@ -44,7 +46,8 @@ import numpy as np
 from rass_theory.backend import get_backend
 from rass_theory.exact._window import half_width
 
-__all__ = ["SelectedLaw", "RankLaw", "rank_law", "threshold_law", "DGRSLaw", "sample",
+__all__ = ["SelectedLaw", "RankLaw", "rank_law", "threshold_law", "PolicyLaw", "DGRSLaw", "sample",
+           "residual_mass",
            "shift_difference", "grid_spacing", "RESIDUAL_BLOCK"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -367,6 +370,60 @@ def threshold_law(weights, t) -> RankLaw:
     return RankLaw(weights, t)
 
 
+class PolicyLaw:
+    """The selected law of a user's selection policy at one ``delta`` (NumPy), as a protocol law.
+
+    Parameters
+    ----------
+    policy
+        An object with ``K``, ``selected_logpdf(delta (n,), s (n,))`` and ``selected_cdf``
+        (:class:`rass_theory.optimize.policies.SelectionPolicy`).
+    delta : float
+
+    Notes
+    -----
+    ``log_ratio = selected_logpdf - log phi`` and ``cdf_excess = selected_cdf - Phi`` (absolute
+    accuracy only: nothing is known of the policy's structure).  The crossing scan uses the
+    spacing ``2 * 11.5 / 400 = 0.0575`` of the engine's generic search, finer than
+    :func:`grid_spacing`, since such a law may have bumps and jumps anywhere.
+    """
+
+    spacing = 2.0 * 11.5 / 400
+
+    def __init__(self, policy, delta: float):
+        from rass_theory.backend import NUMPY
+
+        self.nx = NUMPY
+        self.policy = policy
+        self.delta = float(delta)
+        self.K = int(policy.K)
+
+    def take(self, rows) -> "PolicyLaw":
+        return self
+
+    def keys(self):
+        return None
+
+    def _call(self, name, s):
+        s = np.asarray(s, dtype=np.float64)
+        flat = s.reshape(-1)
+        return np.asarray(getattr(self.policy, name)(np.full(flat.size, self.delta), flat),
+                          dtype=np.float64).reshape(s.shape)
+
+    def log_ratio(self, s):
+        return self._call("selected_logpdf", s) - log_phi(self.nx, np.asarray(s, dtype=np.float64))
+
+    def cdf_excess(self, s):
+        from scipy.special import ndtr
+
+        s = np.asarray(s, dtype=np.float64)
+        finite = np.isfinite(s)
+        out = np.zeros(s.shape)
+        out[finite] = self._call("selected_cdf", s[finite]) - ndtr(s[finite])
+        return out
+
+
+
 # ---------------------------------------------------------------------------------------------
 # the residual sampler
 
@@ -436,7 +493,7 @@ def _grid_crossings(law, delta, whi):
     nx, K = law.nx, law.K
     r = delta.shape[0]
     L = half_width(K)
-    sp = grid_spacing(K)
+    sp = getattr(law, "spacing", None) or grid_spacing(K)
     hi = nx.host_max(whi)
     if hi is not None:                 # one grid on absolute s shared by every row
         # spacing sp on the core [-CORE, max delta + CORE], 4 sp in the tails, where both laws
@@ -621,6 +678,15 @@ def _sample_block(law, delta, u):
     out = nx.find_root(excess, a, b, args=(rows,))
     # no residual mass (g = f): the residual is never used; the draw is then from f itself
     return nx.where(total > 0, out, delta + nx.ndtri(nx.clip(u, 1e-300, 1.0 - 2.0 ** -53)))
+
+
+def residual_mass(law, delta):
+    """``TV(f, g) = int (f - g)_+`` per row: the closed-form masses of :func:`sample`'s intervals."""
+    nx = get_backend(delta)
+    delta = nx.cast(delta, nx.float64)
+    L = half_width(law.K)
+    whi = nx.maximum(delta, math.sqrt(2.0 * math.log(max(law.K, 2)))) + L
+    return _intervals(law, delta, whi)[2].sum(1)
 
 
 def sample(law, delta, u):

@@ -18,9 +18,9 @@ class DGRSVerifier(BuiltinVerifier):
     -----
     Residuals ``r_0 = f``, ``r_k = (r_{k-1} - phi)_+ / Z_k``.  Children are examined in drafting
     order; child ``k`` (1-based) is accepted with probability ``min(1, r_{k-1}(s_k)/phi(s_k))``
-    (closed form from :mod:`rass_theory.exact.dgrs`).  After ``K`` rejections the coordinate is
-    drawn from ``r_K`` by inverse CDF (a cached table plus Newton per distinct ``delta``, see
-    ``exact.residual_tables.DGRSFinalResidual``) and the state keeps child 0's orthogonal part.  Acceptance
+    (closed form, the levels of :class:`rass_theory.exact.laws.DGRSLaw`, computed once per batch).
+    After ``K`` rejections the coordinate is drawn from ``r_K`` by inverse CDF
+    (:meth:`rass_theory.exact.laws.DGRSLaw.sample`) and the state keeps child 0's orthogonal part.  Acceptance
     ``1 - prod_k Z_k`` (proof ``P3-dgrs-closed-form``).
 
     Random numbers: ``rng.random((n, K + 1))``; column ``k`` decides child ``k``, column ``K`` is

@@ -11,11 +11,14 @@ import numpy as np
 from .._validation import check_delta, check_K
 from ._base import BuiltinVerifier
 from ._core import draw_uniforms, finish, prepare
-from ..exact.residual_tables import MAX_SHARED_LAWS, policy_shared_residual
+from ..exact import laws as _laws
 from ..backend import get_backend
 from .rass import fresh_orthogonal
 
 __all__ = ["PolicyVerifier", "policy"]
+
+#: batches with at most this many distinct deltas draw each delta's residual from its own law
+_MAX_SHARED_LAWS = 32
 
 
 def _per_row(fn, delta):
@@ -91,7 +94,7 @@ class PolicyVerifier(BuiltinVerifier):
         if entry is None:
             if len(self._tables) > 256:
                 self._tables.clear()
-            entry = (pol, policy_shared_residual(pol, delta))
+            entry = (pol, _laws.PolicyLaw(pol, delta))
             self._tables[key] = entry
         return entry[1]
 
@@ -160,14 +163,15 @@ class PolicyVerifier(BuiltinVerifier):
                 d_rej = delta[rej]
                 u_rej = u[rows[rej], 1]
                 values, inverse = np.unique(d_rej, return_inverse=True)
-                if values.size > MAX_SHARED_LAWS and callable(getattr(pol, "sample_residual", None)):
+                if values.size > _MAX_SHARED_LAWS and callable(getattr(pol, "sample_residual", None)):
                     new_s = pol.sample_residual(d_rej, u_rej)     # the policy's own per-row sampler
-                elif values.size <= MAX_SHARED_LAWS:
+                elif values.size <= _MAX_SHARED_LAWS:
                     inverse = inverse.reshape(-1)
                     new_s = np.empty(d_rej.size)
                     for j, v in enumerate(values):
                         sel = inverse == j
-                        new_s[sel] = self._shared(pol, float(v)).sample(u_rej[sel])
+                        new_s[sel] = _laws.sample(self._shared(pol, float(v)), np.full(int(sel.sum()), float(v)),
+                                                  u_rej[sel])
                 else:
                     new_s = exact_batch.sample_residual_generic(_per_row(pol.selected_logpdf, d_rej),
                                                                 _per_row(pol.selected_cdf, d_rej), d_rej, u_rej)

@@ -109,24 +109,25 @@ class TestResidualTables:
                                                 ([0.1, 0.0, 0.0, 0.9], 0.05), ([1.0], 0.8)])
     def test_rass_table_matches_sample_residual(self, weights, delta, rng):
         from rass_theory.exact import batch as eb
-        from rass_theory.exact.residual_tables import rass_shared_residual
+        from rass_theory.exact import laws
 
         w = np.asarray(weights)
         u = rng.random(400)
-        table = rass_shared_residual(w, delta)
-        np.testing.assert_allclose(table.sample(u), eb.sample_residual(w, np.full(400, delta), u),
+        law = laws.rank_law(w)
+        np.testing.assert_allclose(laws.sample(law, np.full(400, delta), u),
+                                   eb.sample_residual(w, np.full(400, delta), u, spacing=eb.grid_spacing(w.size)),
                                    atol=2e-12, rtol=0)
         intervals = eb.residual_intervals(w, np.array([delta]))
         intervals = intervals[0] if isinstance(intervals, tuple) else intervals
-        assert table.total == pytest.approx(intervals.total[0], rel=1e-10)
+        assert laws.residual_mass(law, np.array([delta]))[0] == pytest.approx(intervals.total[0], rel=1e-10)
 
     @pytest.mark.parametrize("K, delta", [(4, 0.5), (2, 0.01), (3, 2.0), (1, 0.3), (8, 4.0)])
     def test_dgrs_table_matches_closed_form_sampler(self, K, delta, rng):
         from rass_theory.exact import dgrs as ed
-        from rass_theory.exact.residual_tables import dgrs_final_residual
+        from rass_theory.exact.laws import DGRSLaw
 
         u = rng.random(400)
-        np.testing.assert_allclose(dgrs_final_residual(K, delta).sample(u),
+        np.testing.assert_allclose(DGRSLaw(K, np.full(400, delta)).sample(u),
                                    ed.batch_sample_final_residual(K, np.full(400, delta), u), atol=2e-12, rtol=0)
 
     @pytest.mark.parametrize("backend", ["numpy", "torch"])
