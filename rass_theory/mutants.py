@@ -45,8 +45,10 @@ from .verifiers._base import BuiltinVerifier
 from .verifiers._core import finish, prepare
 from .verifiers._result import VerifierResult
 from .verifiers._weights import batch_weights, optimal_single
-from .verifiers.kernels import (accept, dgrs_kernel, draw_rank, laws, log_target_ratio, rank_kernel,
+from .verifiers.kernels import (accept, dgrs_kernel, draw_rank, log_target_ratio, rank_kernel,
                                 rank_pieces, target_ratio)
+from .verifiers.kernels import dgrs_final as _dgrs_final, rank_residual as _rank_residual
+from .verifiers.kernels import single_draft_residual as _single_draft_residual
 
 __all__ = ["MUTANTS", "MUTANT_CATCHES", "MUTANT_BACKENDS", "BACKENDS", "all_mutants", "MutantVerifier",
            "round_bfloat16"]
@@ -162,7 +164,7 @@ def _residual_piece(kind: str, weights, cache: dict):
     def residual(batch, rows, u):
         nx = batch.nx
         if kind == "single":
-            return laws(nx).single_draft_residual(*rows_of(batch, rows, u))
+            return _single_draft_residual(*rows_of(batch, rows, u))
         if kind == "target":
             d, uu = rows_of(batch, rows, u)
             return d + nx.ndtri(uu * (1 - 2.0 ** -40) + 2.0 ** -41)
@@ -170,7 +172,7 @@ def _residual_piece(kind: str, weights, cache: dict):
             d0 = cache.setdefault(batch.K, float(batch.delta_safe[0]))
             d, uu = rows_of(batch, rows, u)
             w0 = nx.constant(np.array(optimal_single(batch.K, d0)), batch.s)
-            return laws(nx).rank_residual(w0, d * 0.0 + d0, uu)
+            return _rank_residual(w0, d * 0.0 + d0, uu)
         if kind == "coarse32" and nx.is_float32(batch.children):
             u = (u * 256 // 1 + 0.5) / 256      # a 256-entry table, nearest entry
         if kind == "truncated4":
@@ -188,7 +190,7 @@ def _truncated_residual(batch, rows, u, weights):
     out = np.flatnonzero(np.abs(new_s - d) > 4.0)
     while out.size:
         w = weights[rows[out]] if weights.ndim == 2 else weights
-        new_s[out] = laws(batch.nx).rank_residual(np.ascontiguousarray(w), d[out], batch.rng.random(out.size))
+        new_s[out] = _rank_residual(np.ascontiguousarray(w), d[out], batch.rng.random(out.size))
         out = out[np.abs(new_s[out] - d[out]) > 4.0]
     return new_s
 
@@ -349,7 +351,7 @@ def _dgrs_rule(*, order="drafting", levels="recursive"):
             kw["order"] = nx.argsort(batch.s, 1)
         if levels == "flat":
             kw["level"] = lambda k: 1
-            kw["final"] = lambda b, d, v, lv: laws(nx).single_draft_residual(d, v)
+            kw["final"] = lambda b, d, v, lv: _single_draft_residual(d, v)
         elif levels == "shifted":
             kw["level"] = lambda k: min(k + 1, K)
         return dgrs_kernel(batch, batch.uniform(batch.n, K + 1), **kw)
@@ -725,9 +727,8 @@ def dgrs_levels_clamped_at_4(K: int = 4):
     """
     def rule(children, mu_draft, mu_target, sigma, rng):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        lw = laws(batch.nx)
         return dgrs_kernel(batch, batch.uniform(batch.n, batch.K + 1), level=lambda k: min(k, 4),
-                           final=lambda b, d, v, lv: lw.dgrs_final(min(b.K, 4), d, v, None))
+                           final=lambda b, d, v, lv: _dgrs_final(min(b.K, 4), d, v))
 
     return MutantVerifier("dgrs_levels_clamped_at_4", K, rule, imitates="dgrs")
 

@@ -32,7 +32,7 @@ import numpy as np
 from ..exact import laws as _engine
 from ._core import NodeBatch, finish
 
-__all__ = ["laws", "rank_residual", "single_draft_residual", "dgrs_levels", "dgrs_final", "draw_rank", "select_rank", "target_ratio", "log_rank_ratio", "log_target_ratio", "accept", "RankPieces",
+__all__ = ["rank_residual", "single_draft_residual", "dgrs_levels", "dgrs_final", "draw_rank", "select_rank", "target_ratio", "log_rank_ratio", "log_target_ratio", "accept", "RankPieces",
            "rank_pieces", "threshold_pieces", "select_threshold", "rank_kernel", "rmc_kernel", "dgrs_kernel", "keep_orthogonal"]
 
 
@@ -57,36 +57,6 @@ def dgrs_final(K: int, delta, u, levels=None):
     if levels is None or levels.K < K:
         levels = _engine.DGRSLaw(K, delta)
     return levels.sample(u, K)
-
-
-class _Engine:
-    """The law pieces by their former per-back-end names, all on :mod:`rass_theory.exact.laws`."""
-
-    rank_residual = staticmethod(rank_residual)
-    single_draft_residual = staticmethod(single_draft_residual)
-    dgrs_final = staticmethod(dgrs_final)
-
-    @staticmethod
-    def dgrs_row_levels(K, delta):
-        return dgrs_levels(K, delta)
-
-    @staticmethod
-    def take_levels(levels, rows):
-        return None if levels is None else levels.take(rows)
-
-    @staticmethod
-    def dgrs_accept(k, delta, s, levels):
-        if levels is None:
-            levels = _engine.DGRSLaw(k, delta)
-        return levels.accept(k, s)
-
-
-_ENGINE = _Engine()
-
-
-def laws(nx):
-    """The law pieces (the same object for every back end: one engine, :mod:`rass_theory.exact.laws`)."""
-    return _ENGINE
 
 
 # ----------------------------------------------------------------------------------------------
