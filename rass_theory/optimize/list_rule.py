@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize.elementwise import find_root
-from scipy.special import erf, erfc, erfcx, log_ndtr, ndtr, ndtri_exp
+from scipy.special import erf, erfc, log_ndtr, ndtri_exp
 
 from .._validation import check_delta, check_K
 from ..backend import get_backend

@@ -1,9 +1,10 @@
 """The threshold-rank policy's verifier on NumPy arrays and torch tensors (proof ``P8-value-aware-policies``).
 
 Policy: select the top child if its ``s >= t``, otherwise the child of rank ``j ~ w'``.  The
-verifier is :func:`rass_theory.verifiers.kernels.rank_kernel` with two pieces of this module --
-the threshold *select* piece and the log ratio of :func:`rass_theory.exact.laws.threshold_law`
--- and that law's residual (:func:`rass_theory.exact.laws.sample`), so it
+verifier is :func:`rass_theory.verifiers.kernels.rank_kernel` with the threshold pieces
+(:func:`rass_theory.verifiers.kernels.threshold_pieces`: the threshold *select* piece, the log
+ratio of :func:`rass_theory.exact.laws.threshold_law` and that law's residual drawn by
+:func:`rass_theory.exact.laws.sample`), so it
 uses three uniforms per row (rank, accept, residual) on both back ends.  Per-row parameters
 ``(t_i, w'_i)`` come from the certified table of :mod:`rass_theory.optimize.threshold_table`
 (default), from ``optimal_threshold_policy`` per distinct ``delta``, or are fixed.
@@ -20,13 +21,12 @@ from .._validation import check_delta, check_K, check_weights
 from ._base import BuiltinVerifier
 from ._batch import NodeBatch
 from ._core import prepare
-from ..exact import laws
 from ._weights import interpolate_rows
-from .kernels import RankPieces, rank_kernel, select_rank
+from .kernels import RankPieces, rank_kernel, threshold_pieces
 from .policy import _optimal_threshold
 from .rass import fresh_orthogonal_piece
 
-__all__ = ["ThresholdVerifier", "THRESHOLD_PARAMETERS", "threshold", "threshold_select", "threshold_pieces"]
+__all__ = ["ThresholdVerifier", "THRESHOLD_PARAMETERS", "threshold"]
 
 #: How the threshold verifier without a fixed ``(t, w')`` picks its parameters.
 THRESHOLD_PARAMETERS = ("interpolated", "optimal")
@@ -42,38 +42,6 @@ def _has_table(K: int) -> bool:
     from ..optimize.threshold_table import tabulated_K
 
     return K in tabulated_K()
-
-
-def threshold_select(t, weights):
-    """Select piece: the top child where its ``s >= t`` (per row), else the child of rank ``j ~ w'``."""
-
-    def select(batch, u):
-        nx = batch.nx
-        rank_child, order = select_rank(nx, batch.s, weights, u)
-        top = order[:, -1]
-        return nx.where(nx.take_along(batch.s, top) >= t, top, rank_child)
-
-    return select
-
-
-def threshold_pieces(t, weights) -> RankPieces:
-    """Kernel pieces of the threshold policy with per-row ``t (n,)`` and ``w' (n, K)`` (arrays of one back end).
-
-    The selected law is :func:`rass_theory.exact.laws.threshold_law` and the residual its draw by
-    :func:`rass_theory.exact.laws.sample` (one engine for both back ends; rows sharing one law,
-    e.g. a single-delta batch, find their crossings once).
-    """
-    law = laws.threshold_law(weights, t)
-
-    def ratio(batch, s_sel):
-        return law.log_ratio(s_sel[:, None])[:, 0]
-
-    def residual(batch, rows, u):
-        if rows is None:
-            return laws.sample(law, batch.delta_safe, u)
-        return laws.sample(law.take(rows), batch.delta_safe[rows], u[rows])
-
-    return RankPieces(threshold_select(t, weights), ratio, residual)
 
 
 class ThresholdVerifier(BuiltinVerifier):
@@ -224,7 +192,7 @@ class ThresholdVerifier(BuiltinVerifier):
     def pieces(self, batch: NodeBatch) -> RankPieces:
         """The kernel pieces for a prepared batch (its rows' parameters resolved)."""
         t, w = self.row_parameters(batch)
-        pieces = threshold_pieces(t, w)
+        pieces = threshold_pieces(w, t)
         if self.orthogonal == "fresh":
             pieces = pieces.replace(orthogonal=fresh_orthogonal_piece)
         return pieces
