@@ -58,6 +58,8 @@ def main(argv=None):
     print(f"draw children: numpy {t_np_draw:.3f} s   torch.randn {t_torch_draw:.3f} s")
     print(f"{'rule':<10}{'numpy s':>10}{'torch s':>10}{'torch/numpy':>13}{'torch/randn':>13}{'torch samples/s':>17}")
     rules = [("dgrs", rt.verifiers.dgrs(), tv.dgrs()), ("rass", rt.verifiers.rass(), tv.rass()),
+             ("threshold", rt.verifiers.threshold(), tv.threshold()),
+             ("optimal_list", rt.verifiers.optimal_list(), tv.optimal_list()),
              ("resample", rt.verifiers.resample(), tv.resample())]
     for name, vn, vt in rules:
         t_np = timed(lambda: vn(children, mu_draft, mu_target, 1.0, np.random.default_rng(2)), args.reps)
