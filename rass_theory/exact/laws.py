@@ -832,9 +832,29 @@ class DGRSLaw:
         nx = self.nx
         self.K = int(K)
         self.delta = nx.cast(delta, nx.float64)
-        if _levels is not None:
-            self.c, self.P, self.T = _levels
-            return
+        #: the levels are computed on first use (a batch whose rows all accept the first child,
+        #: or a take of the open rows, never computes them for the others)
+        self._levels = _levels
+
+    @property
+    def c(self):
+        return self._computed()[0]
+
+    @property
+    def P(self):
+        return self._computed()[1]
+
+    @property
+    def T(self):
+        return self._computed()[2]
+
+    def _computed(self):
+        if self._levels is None:
+            self._levels = self._recursion()
+        return self._levels
+
+    def _recursion(self):
+        nx = self.nx
         d0 = self.delta
         tiny = d0 < TINY_DELTA
         d = nx.where(tiny, nx.zeros_like(d0) + 1.0, d0)
@@ -860,13 +880,13 @@ class DGRSLaw:
             Ts[k] = nx.where(tiny, acc * d0, Ts[k])
             acc += ps[k]
         ones = nx.zeros_like(d0) + 1.0
-        self.c = nx.stack([ones * -math.inf] + cs, 1)
-        self.P = nx.stack([ones] + Ps, 1)
-        self.T = nx.stack([-ones] + Ts, 1)
+        return (nx.stack([ones * -math.inf] + cs, 1), nx.stack([ones] + Ps, 1), nx.stack([-ones] + Ts, 1))
 
     def take(self, rows) -> "DGRSLaw":
-        """The levels of ``rows``."""
-        return DGRSLaw(self.K, self.delta[rows], (self.c[rows], self.P[rows], self.T[rows]))
+        """The levels of ``rows`` (computed only when this law's are)."""
+        if self._levels is None:
+            return DGRSLaw(self.K, self.delta[rows])
+        return DGRSLaw(self.K, self.delta[rows], tuple(x[rows] for x in self._levels))
 
     def accept(self, k: int, s):
         """``min(1, r_{k-1}(s) / phi(s))`` for child ``k`` (1-based, ``k <= K + 1``), per row."""
@@ -884,19 +904,8 @@ class DGRSLaw:
 
     def final_sf(self, s, level: int | None = None):
         """Survival function ``int_s^inf r_k`` of the residual at ``level`` (default ``K``)."""
-        nx, d0 = self.nx, self.delta
         k = self.K if level is None else int(level)
-        tiny = d0 < TINY_DELTA
-        d = nx.where(tiny, nx.zeros_like(d0) + 1.0, d0)
-        c, P, T = self.c[:, k], self.P[:, k], self.T[:, k]
-        x = nx.maximum(s, c)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            sf = (centered_mass(nx, x - 0.5 * d, 0.5 * d) - T * 0.5 * nx.erfc(x * _SQRT1_2)) / P
-            ts, ps = limit_levels(max(k, 1))
-            xt = x - 0.5 * d0
-            sf_tiny = (_INV_SQRT_2PI * nx.exp(-0.5 * xt * xt) - ts[-1] * 0.5 * nx.erfc(xt * _SQRT1_2)) / ps[-1]
-        sf = nx.where(tiny, sf_tiny, sf)
-        return nx.where(s <= c, nx.zeros_like(s) + 1.0, nx.clip(sf, 0.0, 1.0))
+        return _dgrs_sf(self.nx, s, self.delta, self.c[:, k], self.P[:, k], self.T[:, k], k)
 
     def sample(self, u, level: int | None = None):
         """Inverse-CDF draws from ``r_k`` (default ``k = K``): the ``s`` with ``sf(s) = 1 - u``.
@@ -908,12 +917,36 @@ class DGRSLaw:
         nx = self.nx
         k = self.K if level is None else int(level)
         y = 1.0 - nx.cast(u, nx.float64)
-        c = self.c[:, k]
-        lo = c
-        hi = nx.maximum(c, self.delta) + _DGRS_SPAN
-        rows = nx.arange(self.delta.shape[0], self.delta)
+        c, P, T, d = self.c[:, k], self.P[:, k], self.T[:, k], self.delta
+        # the bracket: the first of c + 1/4, 1/2, 1, 2, 4, 8 and max(c, delta) + 12 where sf <= 1 - u
+        # (sf is flat at c, where the density vanishes: a narrow bracket saves iterations)
+        ends = [c + w for w in (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)] + [nx.maximum(c, d) + _DGRS_SPAN]
+        lo, hi = c, ends[-1]
+        found = nx.zeros_like(c) > 1.0
+        for e in ends[:-1]:
+            below = (_dgrs_sf(nx, e, d, c, P, T, k) <= y) & ~found
+            hi = nx.where(below, nx.minimum(e, ends[-1]), hi)
+            found = found | below
+            lo = nx.where(found, lo, nx.minimum(e, ends[-1]))
+        rows = nx.arange(d.shape[0], d)
 
         def excess(x, j):
-            return self.take(j).final_sf(x, k) - y[j]
+            return _dgrs_sf(nx, x, d[j], c[j], P[j], T[j], k) - y[j]
 
         return nx.find_root(excess, lo, hi, args=(rows,))
+
+
+def _dgrs_sf(nx, s, d0, c, P, T, k):
+    """``([Phi(x) - Phi(x - delta)] - T_k Q(x)) / P_k`` at ``x = max(s, c_k)`` (limit form below
+    :data:`TINY_DELTA`), 1 at ``s <= c_k``."""
+    tiny = d0 < TINY_DELTA
+    d = nx.where(tiny, nx.zeros_like(d0) + 1.0, d0)
+    x = nx.maximum(s, c)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        sf = (centered_mass(nx, x - 0.5 * d, 0.5 * d) - T * 0.5 * nx.erfc(x * _SQRT1_2)) / P
+        if nx.maybe_any(tiny):
+            ts, ps = limit_levels(max(k, 1))
+            xt = x - 0.5 * d0
+            sf_tiny = (_INV_SQRT_2PI * nx.exp(-0.5 * xt * xt) - ts[-1] * 0.5 * nx.erfc(xt * _SQRT1_2)) / ps[-1]
+            sf = nx.where(tiny, sf_tiny, sf)
+    return nx.where(s <= c, nx.zeros_like(s) + 1.0, nx.clip(sf, 0.0, 1.0))
