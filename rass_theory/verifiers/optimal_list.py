@@ -12,9 +12,10 @@ import numpy as np
 from .._validation import check_delta, check_K
 from ..optimize import list_rule as _rule
 from ._base import BuiltinVerifier
-from ._batch import NodeBatch, finish
+from ._batch import NodeBatch
 from ._core import prepare
-from .rass import fresh_orthogonal
+from .kernels import RankPieces, rank_kernel, target_ratio
+from .rass import fresh_orthogonal_piece
 
 __all__ = ["OptimalListVerifier", "optimal_list", "rule_params"]
 
@@ -46,10 +47,14 @@ class OptimalListVerifier(BuiltinVerifier):
     once; the fake keys are drawn by rejection sampling (one host check per round).  Everything
     else runs on the inputs' device.
 
-    Random numbers: ``(n, 2 + K)`` uniforms up front -- columns: accept, residual, one keep
-    decision per child -- then a data-dependent number of uniforms for the fake keys (three per
-    proposal; :func:`rass_theory.optimize.list_rule.draw_fake_scores`), then fresh orthogonal
-    parts if requested.
+    The verifier is :func:`rass_theory.verifiers.kernels.rank_kernel` with the rule's pieces: the
+    private-priority *select* piece, the log ratio of ``g*`` and the rule's residual
+    (:mod:`rass_theory.optimize.list_rule`, one code for both back ends).
+
+    Random numbers: ``(n, 3)`` uniforms up front (the kernel's layout: column 0 unused, accept,
+    residual), then ``(n, K)`` keep decisions, then a data-dependent number of uniforms for the
+    fake keys (three per proposal; :func:`rass_theory.optimize.list_rule.draw_fake_scores`),
+    then fresh orthogonal parts if requested.
     """
 
     name = "optimal_list"
@@ -66,49 +71,43 @@ class OptimalListVerifier(BuiltinVerifier):
         """``alpha*(K, delta)`` as attained by the rule (:func:`optimal_list_rule`)."""
         return float(_rule.optimal_list_rule(check_K(K), check_delta(delta)).acceptance)
 
-    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        return self.run(batch, batch.uniform(batch.n, 2 + batch.K))
+    def pieces(self, batch: NodeBatch, draw=None) -> RankPieces:
+        """The rule's kernel pieces for a prepared batch (its rows' constants solved and certified).
 
-    def run(self, batch: NodeBatch, u, draw=None):
-        """Decide a prepared batch with the uniforms ``u (n, 2 + K)`` (accept, residual, keep).
-
-        ``draw(shape) -> uniforms`` replaces the batch's generator as the fake keys' source.
+        ``draw(shape) -> uniforms`` is the source of the keep decisions and fake keys (default:
+        the batch's generator).
         """
-        nx, n = batch.nx, batch.n
-        draw = draw if draw is not None else (lambda shape: batch.uniform(*shape))
-        chosen = nx.zeros_index(n, batch.s)
-        live = nx.rows_where(~batch.degenerate)                 # None on an accelerator: every row
-        if live is not None and live.shape[0] == 0:            # every node degenerate: child 0 is exact
-            return finish(batch, chosen, nx.copy(batch.degenerate), batch.s[:0, 0])
-        whole = live is None or live.shape[0] == n
-        delta = batch.delta if live is None else batch.delta[live]
-        if live is None:
-            delta = nx.where(batch.degenerate, 0.0, delta)
+        nx = batch.nx
+        delta = batch.delta_safe                       # degenerate rows: any certified rule (they accept child 0)
         host = delta.detach().cpu().numpy() if nx.name == "torch" else delta
         p = rule_params(batch.K, np.asarray(host, dtype=np.float64)).on(batch.s)
-        s = batch.s if whole else batch.s[live]
-        uu = u if whole else u[live]
-        child = _rule.select(p, s, uu[:, 2:], draw)
-        s_sel = nx.take_along(s, child)
-        take = nx.log(uu[:, 0]) < _rule.log_accept_ratio(p, s_sel)
-        if live is None:                                        # accelerator: merge with where
-            child = nx.where(batch.degenerate, 0, child)
-            accepted = take | batch.degenerate
-            new_s = _rule.sample_residual(p, u[:, 1])
-            fresh = fresh_orthogonal(batch) if self.orthogonal == "fresh" else None
-            return finish(batch, child, accepted, new_s, None, fresh)
-        accepted = nx.copy(batch.degenerate)
-        chosen[live] = child
-        accepted[live] = take
-        rej = nx.rows_where(~take)
-        rejected = live[rej]
-        if rejected.shape[0] == 0:
-            return finish(batch, chosen, accepted, s_sel[:0], rejected)
-        p_rej = p if p.delta.shape[0] == 1 else p.take(rej)
-        new_s = _rule.sample_residual(p_rej, u[rejected, 1])
-        fresh = fresh_orthogonal(batch)[rejected] if self.orthogonal == "fresh" else None
-        return finish(batch, chosen, accepted, new_s, rejected, fresh)
+        shared = p.delta.shape[0] == 1
+        draw = draw if draw is not None else (lambda shape: batch.uniform(*shape))
+
+        def select(batch, u):                          # private priorities: K keep decisions per row
+            return _rule.select(p, batch.s, draw((batch.n, batch.K)), draw)
+
+        def ratio(batch, s_sel):                       # g* = f below t_a: the log ratio is exactly 0 there
+            return nx.where(s_sel < p.t_keep, target_ratio(batch, s_sel), _rule.log_selected_ratio(p, s_sel))
+
+        def residual(batch, rows, u):
+            if rows is None:
+                return _rule.sample_residual(p, u)
+            return _rule.sample_residual(p if shared else p.take(rows), u[rows])
+
+        pieces = RankPieces(select, ratio, residual)
+        return pieces.replace(orthogonal=fresh_orthogonal_piece) if self.orthogonal == "fresh" else pieces
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        batch = prepare(children, mu_draft, mu_target, sigma, rng)
+        return self.run(batch, batch.uniform(batch.n, 3))
+
+    def run(self, batch: NodeBatch, u, draw=None):
+        """Decide a prepared batch with the uniforms ``u (n, 3)`` (column 0 unused, accept, residual).
+
+        :func:`rass_theory.verifiers.kernels.rank_kernel` with the rule's pieces (:meth:`pieces`).
+        """
+        return rank_kernel(batch, u, self.pieces(batch, draw))
 
 
 def optimal_list(orthogonal: str = "selected") -> OptimalListVerifier:

@@ -106,7 +106,7 @@ class Stream:
 
 @pytest.mark.parametrize("deltas", list(DELTAS.values()), ids=list(DELTAS))
 def test_optimal_list(deltas):
-    r_np, r_t = run_both(verifiers.optimal_list(), deltas, m=6,
+    r_np, r_t = run_both(verifiers.optimal_list(), deltas, m=3,
                          np={"draw": Stream(9)}, t={"draw": Stream(9, torch.from_numpy)})
     assert_same(r_np, r_t)
 
