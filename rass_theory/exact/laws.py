@@ -724,11 +724,32 @@ def sample(law, delta, u):
        ``D(x) - D(a) = rest`` inside it (clipped to the window) by ``nx.find_root``.
 
     Truncation costs at most ``(K + 1) Phi(-L) <= 1e-27`` in total variation (``_window``).
+    Rows with ``delta >= 2 L(K)`` draw from ``f`` itself: there ``int min(f, g) <=
+    Phi(-delta/2) + K Phi(-delta/2) <= (K + 1) Phi(-L)``, the same bound.
     """
     nx = get_backend(delta)
     n = delta.shape[0]
     delta = nx.cast(delta, nx.float64)
     u = nx.cast(u, nx.float64)
+    # far rows (delta >= 2 L(K)): f and g overlap by at most (K + 1) Phi(-L) <= 1e-27, so the
+    # residual is f to that accuracy in total variation (g <= K phi); draw from f directly
+    far_delta = 2.0 * half_width(law.K)
+    from_f = delta + nx.ndtri(nx.clip(u, 1e-300, 1.0 - 2.0 ** -53))
+    far = delta >= far_delta
+    if nx.maybe_any(far):
+        near = nx.rows_where(~far)
+        if near is None:
+            inner = _sample_rows(nx, law, nx.minimum(delta, far_delta), u)
+        else:
+            inner = nx.copy(from_f)
+            if near.shape[0]:
+                inner[near] = _sample_rows(nx, law.take(near), delta[near], u[near])
+        return nx.where(far, from_f, inner)
+    return _sample_rows(nx, law, delta, u)
+
+
+def _sample_rows(nx, law, delta, u):
+    n = delta.shape[0]
     if n <= RESIDUAL_BLOCK:
         return _sample_block(law, delta, u)
     parts = []

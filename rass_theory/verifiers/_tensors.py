@@ -158,8 +158,19 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) 
     sig = sig.to(f64)
     direction = torch.sub(mu_target.to(f64), md)            # a fresh tensor: normalised in place
     norm = torch.linalg.vector_norm(direction, dim=1)
+    # rows whose norm under- or overflowed are rescaled by their largest entry, as in NumPy
+    # (rass_theory.frame): a displacement of (1e300, -1e300) keeps a unit direction and a finite delta
+    rescale = ~((norm > math.sqrt(torch.finfo(f64).tiny)) & torch.isfinite(norm))
+    if d > 0:
+        scale = torch.where(rescale, direction.abs().amax(dim=1), torch.ones_like(norm))
+        scale = torch.where(scale > 0, scale, torch.ones_like(norm))
+        direction.div_(scale[:, None])
+        scaled_norm = torch.linalg.vector_norm(direction, dim=1)
+        norm = torch.where(rescale, scale * scaled_norm, norm)
+    else:
+        scaled_norm = norm
     zero = norm == 0
-    direction.div_(torch.where(zero, torch.ones_like(norm), norm)[:, None])
+    direction.div_(torch.where(zero, torch.ones_like(norm), torch.where(rescale, scaled_norm, norm))[:, None])
     if d > 0:  # zero displacement: e = e_1, as in NumPy (rass_theory.frame); O(n), no host sync
         direction[:, 0] += zero.to(f64)
     delta = norm / sig

@@ -128,3 +128,19 @@ class TestDGRS:
         got = lt.sample(torch.tensor(u)).numpy()
         np.testing.assert_allclose(got, laws.DGRSLaw(K, d).sample(u), rtol=0, atol=1e-11)
         np.testing.assert_allclose(got, exact_dgrs.batch_sample_final_residual(K, d, u), atol=1e-10)
+
+
+class TestFrame:
+    def test_rescaling_is_identical_on_both_backends(self):
+        """A displacement of (1e300, -1e300), one of 1e-170 and a zero one: same unit direction and
+        finite delta on torch as on NumPy (rass_theory.frame rescales by the largest entry)."""
+        from rass_theory.verifiers import _tensors
+        from rass_theory.verifiers._core import prepare
+
+        mt = np.array([[1e300, -1e300], [30.0, 0.0], [1e-170, 1e-170], [0.0, 0.0]])
+        md, ch = np.zeros((4, 2)), np.zeros((4, 3, 2))
+        bn = prepare(ch, md, mt, 1.0, np.random.default_rng(0))
+        bt = _tensors.prepare(torch.tensor(ch), torch.tensor(md), torch.tensor(mt), 1.0, torch.Generator())
+        assert np.all(np.isfinite(bt.delta.numpy()))
+        np.testing.assert_allclose(bt.delta.numpy(), bn.delta, rtol=1e-15, atol=0)
+        np.testing.assert_allclose(bt.direction.numpy(), bn.direction, rtol=0, atol=1e-16)
