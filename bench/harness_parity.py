@@ -12,7 +12,11 @@ the process CPU seconds to JSON.  Compare two trees::
     python bench/harness_parity.py --out /tmp/after.json --compare /tmp/before.json
 
 ``--compare`` writes ``bench/results/harness_parity.md``: the number of tests compared, how many
-differ (must be 0) and the CPU-time ratio after / before of each run.
+differ (must be 0) and the CPU-time ratio after / before of each run.  ``--stop-early off`` passes
+``stop_early=False`` (no sequential looks within a cell, no stop between cells: every chunk runs,
+Holm at ``alpha``; both trees accept the option) and writes ``harness_parity_stop_early_off.md``;
+with the default ``on`` the wrong verifiers may stop at an interim look
+(:mod:`rass_theory.stats.looks`), so only the runs that reach their final look compare.
 """
 from __future__ import annotations
 
@@ -86,34 +90,36 @@ def _num(x):
     return None if math.isnan(x) else x
 
 
-def run() -> dict:
+def run(stop_early: bool = True) -> dict:
     out = {}
     for name, v in VERIFIERS.items():
         for kind in ("cell", "grid"):
             c0 = time.process_time()
             if kind == "cell":
-                rep = rt.check_exactness(v, **CELL)
+                rep = rt.check_exactness(v, **CELL, stop_early=stop_early)
             else:
-                rep = rt.certify(v, GRID_CELLS, **GRID)
+                rep = rt.certify(v, GRID_CELLS, **GRID, stop_early=stop_early)
             out[f"{name}/{kind}"] = {"passed": bool(rep.passed), "tests": _tests(rep),
                                      "acceptance_rate": _num(rep.acceptance_rate),
-                                     "cpu_s": time.process_time() - c0}
+                                     "cpu_s": time.process_time() - c0,
+                                     "stop_look": getattr(rep, "stop_look", None)}
     return out
 
 
-def compare(after: dict, before: dict, label: str = "the before tree") -> str:
+def compare(after: dict, before: dict, label: str = "the before tree", flag: str = "") -> str:
     lines = ["# Exactness harness: same seeds, same verdicts and statistics (before / after)", "",
-             "`PYTHONPATH=/tmp/before python bench/harness_parity.py --out before.json; "
-             "python bench/harness_parity.py --out after.json --compare before.json` (one thread); "
+             f"`PYTHONPATH=/tmp/before python bench/harness_parity.py{flag} --out before.json; "
+             f"python bench/harness_parity.py{flag} --out after.json --compare before.json` (one thread); "
              f"before: {label}.", "",
-             "| run | verdict | tests | differing tests | CPU s before | CPU s after | ratio |", "|---|---|---|---|---|---|---|"]
+             "| run | verdict | stop look after | tests | differing tests | CPU s before | CPU s after | ratio |",
+             "|---|---|---|---|---|---|---|---|"]
     total_diff = 0
     for key in before:
         a, b = after[key], before[key]
         diff = sum(1 for x, y in zip(a["tests"], b["tests"]) if x != y) + abs(len(a["tests"]) - len(b["tests"]))
         diff += int(a["passed"] != b["passed"]) + int(a["acceptance_rate"] != b["acceptance_rate"])
         total_diff += diff
-        lines.append(f"| {key} | {'PASSED' if a['passed'] else 'FAILED'} | {len(a['tests'])} | {diff} | "
+        lines.append(f"| {key} | {'PASSED' if a['passed'] else 'FAILED'} | {a.get('stop_look')} | {len(a['tests'])} | {diff} | "
                      f"{b['cpu_s']:.2f} | {a['cpu_s']:.2f} | {a['cpu_s'] / b['cpu_s']:.2f} |")
     lines += ["", f"Differences in total: {total_diff} (test names, statistics, raw and Holm p-values, verdicts, "
                   f"acceptance rates compared exactly)."]
@@ -125,15 +131,17 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--compare", default=None)
     parser.add_argument("--before-label", default="the before tree", help="what the compared JSON ran (for the table)")
+    parser.add_argument("--stop-early", default="on", choices=("on", "off"))
     args = parser.parse_args()
-    result = run()
+    result = run(args.stop_early == "on")
     with open(args.out, "w") as fh:
         json.dump(result, fh, indent=1)
     if args.compare:
         with open(args.compare) as fh:
             before = json.load(fh)
-        text = compare(result, before, args.before_label)
-        path = os.path.join(os.path.dirname(__file__), "results", "harness_parity.md")
+        text = compare(result, before, args.before_label, "" if args.stop_early == "on" else " --stop-early off")
+        name = "harness_parity.md" if args.stop_early == "on" else "harness_parity_stop_early_off.md"
+        path = os.path.join(os.path.dirname(__file__), "results", name)
         with open(path, "w") as fh:
             fh.write(text)
         print(text)

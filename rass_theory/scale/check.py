@@ -95,8 +95,12 @@ def check_exactness(verifier, K=None, delta=None, dim=None, **options):
         ``alpha`` and ``false_pass_rate`` is ``<= detect`` (for the grid: the power cell's), printed
         to stderr (TFP ``statistical_testing`` style).
     stop_early : bool, default True
-        Grid only: stop after the first cell with a raw p-value ``<= alpha / m``, which Holm
-        rejects whatever the remaining cells give (same verdict, same family-wise error).
+        Sequential looks: a cell stops, FAILED, at an interim look (after chunks 1, 2, 4, ...)
+        once a test is decisively rejected, with ``alpha / 100`` spent on the looks and the final
+        Holm at ``0.99 alpha`` (:mod:`rass_theory.stats.looks`; the report's ``stop_look`` and
+        ``rows_used`` say where); a grid also stops after the first cell with a raw p-value
+        ``<= 0.99 alpha / m``, which Holm rejects whatever the remaining cells give.  ``False``:
+        every chunk, Holm at ``alpha``.
     chunk_size, n_directions, n_bins, two_sample_size, n_permutations, false_pass_rate, backend,
     device, backend_options, checkpoint, checkpoint_every, progress
         As before: chunking (memory ``O(chunk_size * K * dim)``), test directions (default

@@ -204,10 +204,16 @@ def run_plan(cfg: HarnessConfig, start: int = 0) -> list:
     return specs[start:]
 
 
-def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = None, chunk_stream=None):
+def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = None, chunk_stream=None, look=None):
     """Run (or resume) every chunk of every pass; return ``(counts per pass, first position run here)``.
 
     ``chunk_stream`` runs the chunks (:func:`resolve_chunk_stream`; default: NumPy).
+
+    ``look``, when given, is called as ``look(counts, position)`` after every chunk before the
+    last (and once on resume, at the resumed position); when it returns true the run stops there
+    (:class:`~rass_theory.stats.looks.SequentialLooks`, which records why).  A run stopped by a
+    look is checkpointed as not complete, so a resume evaluates the same look on the same counts
+    and stops again.
 
     With ``cfg.checkpoint`` set, the merged counts are saved atomically every
     ``cfg.checkpoint_every`` chunks, at the end, and when the loop is interrupted by any exception
@@ -224,8 +230,10 @@ def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = No
             counts, start, complete = loaded
             if complete or start >= total:
                 return counts, total
+            if look is not None and start > 0 and look(counts, start):
+                return counts, start
     specs = run_plan(cfg, start)
-    position, since_save = start, 0
+    position, since_save, stopped = start, 0, False
     stream = chunk_stream(verifier, node, specs, cfg)
     t0 = time.perf_counter()
     try:
@@ -235,12 +243,15 @@ def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = No
             counts[spec.pass_index] = counts[spec.pass_index].merge(part)
             position += 1
             since_save += 1
-            if cfg.checkpoint is not None and since_save >= cfg.checkpoint_every and position < total:
+            stopped = look is not None and position < total and bool(look(counts, position))
+            if cfg.checkpoint is not None and position < total and (stopped or since_save >= cfg.checkpoint_every):
                 save_checkpoint(cfg.checkpoint, counts, position, fingerprint)
                 since_save = 0
             if cfg.progress:
                 rate = sum(c.n_rows for c in counts) / max(time.perf_counter() - t0, 1e-9)
                 print(f"\rchunk {position}/{total}  {rate:,.0f} samples/s", end="", file=sys.stderr)
+            if stopped:
+                break
     except BaseException:
         if cfg.checkpoint is not None and position > start:
             save_checkpoint(cfg.checkpoint, counts, position, fingerprint)
@@ -251,6 +262,8 @@ def collect_counts(verifier, cfg: HarnessConfig, node: SyntheticNode | None = No
             close()
         if cfg.progress:
             print(file=sys.stderr)
+    if stopped:
+        return counts, start
     if position != total:
         raise RuntimeError(f"chunk runner stopped after chunk {position} of {total}")
     if cfg.checkpoint is not None:

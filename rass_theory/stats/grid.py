@@ -20,6 +20,7 @@ from .chunks import collect_counts
 from .config import (DEFAULT_DTYPES, DEFAULT_N_SAMPLES, build_node, check_detect, check_options, check_regime,
                      harness_config, seed_entropy)
 from .family import contract_violated, family_size, permutations_for, raw_tests, tail_test_names, tail_tests
+from .looks import SequentialLooks, interim_adjusted, look_plan
 from .node import stream_seed
 from .power import detectable_ks_distance, samples_for_distance
 from .report import ExactnessReport, StatisticalTest
@@ -137,10 +138,13 @@ def certify(verifier, cells=None, *, show=True, console=None, chunk_stream=None,
         (:func:`rass_theory.stats.power.samples_for_distance` with the grid's family size, ``alpha``
         and ``false_pass_rate``); the design is printed.
     stop_early : bool, default True
-        Stop after the first cell with a raw p-value ``<= alpha / m`` (``m`` the grid's family
-        size): Holm rejects that test whatever the other cells give, so the verdict (FAILED) and
-        the family-wise error are those of the full run; the cells not run are listed in
-        ``skipped``.
+        Sequential looks: within a cell, interim looks after chunks 1, 2, 4, ... stop the cell,
+        FAILED, once a raw p-value is at most :attr:`~rass_theory.stats.looks.LookPlan.level`
+        (``alpha / 100`` spent, Bonferroni, over every look of every cell; the final Holm runs
+        at ``0.99 alpha``; :mod:`rass_theory.stats.looks`); across cells, the grid stops after
+        the first cell that stopped at a look or has a raw p-value ``<= 0.99 alpha / m`` (``m``
+        the grid's family size), which Holm rejects whatever the other cells give.  The cells not
+        run are listed in ``skipped``.  ``False``: every chunk of every cell, Holm at ``alpha``.
     show : bool, default True
         Print one rich table.
     chunk_stream : callable, optional
@@ -206,14 +210,19 @@ def certify(verifier, cells=None, *, show=True, console=None, chunk_stream=None,
     if user_perms is None:
         perms = permutations_for(m_total, alpha)
         cfgs = [replace(c, n_permutations=perms) for c in cfgs]
+    plan = look_plan(cfgs, alpha, o["stop_early"])
     runs, skipped = [], ()
     for i, cfg in enumerate(cfgs):
         node = build_node(cfg)
         t_cell = time.perf_counter()
-        counts, start = collect_counts(verifier, cfg, node, chunk_stream)
-        raw = raw_tests(counts, cfg) + tail_tests(counts, node.dim, node.n_directions)
-        runs.append((cfg, node, counts, raw, start, time.perf_counter() - t_cell))
-        decisive = any(t.pvalue <= alpha / m_total for _, t in raw if not np.isnan(t.pvalue))
+        looks = SequentialLooks(cfg, node, plan)
+        counts, start = collect_counts(verifier, cfg, node, chunk_stream, looks if looks.n_looks else None)
+        stop = looks.stopped
+        raw = stop.tests if stop is not None else raw_tests(counts, cfg) + tail_tests(counts, node.dim,
+                                                                                     node.n_directions)
+        runs.append((cfg, node, counts, raw, start, time.perf_counter() - t_cell, stop, looks.n_looks))
+        decisive = stop is not None or any(t.pvalue <= plan.final_alpha / m_total for _, t in raw
+                                           if not np.isnan(t.pvalue))
         decisive = decisive or counts[0].n_rows > 0 and contract_violated(counts)
         if o["stop_early"] and decisive and i < len(cfgs) - 1:
             skipped = tuple((c.K, c.delta, c.dim) for c in cfgs[i + 1:])
@@ -229,12 +238,13 @@ def certify(verifier, cells=None, *, show=True, console=None, chunk_stream=None,
         grid_raw += tail_tests(pooled, key[0], key[1], prefix)
     all_p = [t.pvalue for run in runs for _, t in run[3]] + [t.pvalue for _, t in grid_raw]
     n_missing = m_total - len(all_p)
-    reject, p_adj = T.holm(all_p + [1.0] * max(n_missing, 0), alpha)
+    reject, p_adj = T.holm(all_p + [1.0] * max(n_missing, 0), plan.final_alpha)
     reports, offset = [], 0
-    for cfg, node, counts, raw, start, elapsed in runs:
+    for cfg, node, counts, raw, start, elapsed, stop, n_looks in runs:
         k = len(raw)
-        reports.append(make_report(counts, node, cfg, raw, p_adj[offset:offset + k], reject[offset:offset + k],
-                                   elapsed, start, n_family=m_total))
+        rj, pa = (reject[offset:offset + k], p_adj[offset:offset + k]) if stop is None else interim_adjusted(raw, plan)
+        reports.append(make_report(counts, node, cfg, raw, pa, rj, elapsed, start, n_family=m_total,
+                                   stop_look=None if stop is None else stop.look, n_looks=n_looks))
         offset += k
     grid_tests = tuple(StatisticalTest(name, t.statistic, t.pvalue, float(pa),
                                        bool(np.isnan(t.pvalue) or not rj), t.detail)

@@ -26,6 +26,7 @@ from .chunks import collect_counts, resolve_chunk_stream
 from .config import build_node, check_detect, check_options, check_regime, harness_config
 from .family import family_size, raw_tests, tail_tests
 from .grid import certify, default_cells
+from .looks import SequentialLooks, interim_adjusted, look_plan
 from .power import detectable_ks_distance, samples_for_distance
 from .verdict import make_report
 
@@ -44,6 +45,12 @@ def check_exactness(verifier, K=None, delta=None, dim=None, *, chunk_stream=None
     ``ValueError`` without one.  The options are validated (with the same errors) before the
     chunk stream is looked at.  With ``K`` or ``delta`` left ``None`` the run is the default grid
     (:func:`rass_theory.stats.grid.certify`).
+
+    With ``stop_early`` (default) the cell has interim looks after chunks 1, 2, 4, ... and stops,
+    FAILED, at the first one where a test is decisively rejected (:mod:`rass_theory.stats.looks`:
+    ``alpha / 100`` is spent on the looks, the final Holm runs at ``0.99 alpha``; proof in
+    ``proofs/S1-harness-power.md``, "Sequential looks").  ``stop_early=False``: no looks, Holm at
+    ``alpha``.
     """
     o = check_options(options)
     regime = check_regime(o["regime"])
@@ -66,7 +73,14 @@ def check_exactness(verifier, K=None, delta=None, dim=None, *, chunk_stream=None
     if o["rng"] is None:
         print(f"check_exactness: random seed {cfg.seed} (pass rng={cfg.seed} to reproduce)", file=sys.stderr)
     node = build_node(cfg)
-    counts, start = collect_counts(verifier, cfg, node, chunk_stream)
-    raw = raw_tests(counts, cfg) + tail_tests(counts, node.dim, node.n_directions)
-    reject, p_adj = T.holm([t.pvalue for _, t in raw], cfg.alpha)
-    return make_report(counts, node, cfg, raw, p_adj, reject, time.perf_counter() - t0, start)
+    plan = look_plan([cfg], cfg.alpha, o["stop_early"])
+    looks = SequentialLooks(cfg, node, plan)
+    counts, start = collect_counts(verifier, cfg, node, chunk_stream, looks if looks.n_looks else None)
+    if looks.stopped is not None:
+        raw = looks.stopped.tests
+        reject, p_adj = interim_adjusted(raw, plan)
+    else:
+        raw = raw_tests(counts, cfg) + tail_tests(counts, node.dim, node.n_directions)
+        reject, p_adj = T.holm([t.pvalue for _, t in raw], plan.final_alpha)
+    return make_report(counts, node, cfg, raw, p_adj, reject, time.perf_counter() - t0, start,
+                       stop_look=None if looks.stopped is None else looks.stopped.look, n_looks=looks.n_looks)

@@ -118,6 +118,14 @@ class ExactnessReport:
         A grid's cells not run because an earlier cell decided the failure (``stop_early``).
     n_tests : int
         Size of the Holm family (a grid's: every cell's tests and the pooled tails).
+    stop_look : int or None
+        The interim look (1-based) at which the cell stopped, FAILED, on a decisive rejection or
+        a contract violation; ``None`` when it ran to its final look
+        (:mod:`rass_theory.stats.looks`).  A grid: its stopped cell's, if any.
+    n_looks : int
+        Interim looks scheduled in the cell (a grid: in the cells run).
+    rows_used : int
+        Rows run, every dtype pass together (a grid: every cell run).
 
     Notes
     -----
@@ -161,6 +169,9 @@ class ExactnessReport:
     grid_tests: tuple = ()
     skipped: tuple = ()
     n_tests: int = 0
+    stop_look: int | None = None
+    n_looks: int = 0
+    rows_used: int = 0
 
     @classmethod
     def from_cells(cls, cells, *, passed, alpha, n_tests, elapsed_seconds, seed, grid_tests=(), skipped=(),
@@ -183,7 +194,9 @@ class ExactnessReport:
                    first.K, first.delta, first.dim, first.sigma, first.backend, first.verifier_name, violations,
                    tuple(messages), max(r.resumed_from_chunk for r in cells), first.counts, first.dtypes, corrections,
                    first.groups, first.named_share, first.pass_counts, regime, cells, tuple(grid_tests),
-                   tuple(skipped), int(n_tests))
+                   tuple(skipped), int(n_tests),
+                   next((r.stop_look for r in cells if r.stop_look is not None), None),
+                   sum(r.n_looks for r in cells), sum(r.rows_used for r in cells))
 
     def test(self, name: str) -> StatisticalTest:
         """The test called ``name`` (``KeyError`` if absent)."""
@@ -211,7 +224,14 @@ class ExactnessReport:
                 f"{rows}; {self.correction_fraction:.1%} of rows took the correction branch; acceptance at "
                 f"delta={self.delta:g} {self.acceptance_rate:.6f} [{lo:.6f}, {hi:.6f}] vs exact {exp}; detects a "
                 f"pooled KS distance >= {self.detectable_ks_distance:.4g} with prob >= {1 - self.false_pass_rate:g}; "
-                f"{self.elapsed_seconds:.1f} s, seed {self.seed}" + (f"\n  rows: {self.regime}" if self.regime else ""))
+                f"{self.elapsed_seconds:.1f} s, seed {self.seed}" + self._look_text()
+                + (f"\n  rows: {self.regime}" if self.regime else ""))
+
+    def _look_text(self) -> str:
+        if self.stop_look is None:
+            return ""
+        return (f"; stopped at interim look {self.stop_look} of {self.n_looks} after {self.rows_used:,} rows "
+                f"(rass_theory.stats.looks)")
 
     def to_table(self) -> str:
         """Plain-text table of every test (a grid: one row per cell)."""
@@ -254,7 +274,8 @@ class ExactnessReport:
                     "correction_fraction": self.correction_fraction, "power_scope": POWER_SCOPE,
                     "elapsed_seconds": self.elapsed_seconds,
                     "cells": [r.to_dict(include_counts) for r in self.cells],
-                    "regime": self.regime, "skipped": [list(c) for c in self.skipped]}
+                    "regime": self.regime, "skipped": [list(c) for c in self.skipped],
+                    "stop_look": self.stop_look, "n_looks": self.n_looks, "rows_used": self.rows_used}
         out = {
             "passed": bool(self.passed), "tests": [t.to_dict() for t in self.tests],
             "acceptance_rate": _num(self.acceptance_rate), "acceptance_ci": [_num(x) for x in self.acceptance_ci],
@@ -265,7 +286,8 @@ class ExactnessReport:
             "verifier_name": self.verifier_name, "violations": dict(self.violations),
             "messages": list(self.messages), "resumed_from_chunk": self.resumed_from_chunk,
             "dtypes": list(self.dtypes), "correction_fraction": _num(self.correction_fraction),
-            "named_share": self.named_share, "regime": self.regime,
+            "named_share": self.named_share, "regime": self.regime, "stop_look": self.stop_look,
+            "n_looks": self.n_looks, "rows_used": self.rows_used,
             "groups": [{"delta": d, "rows": n, "acceptance": _num(a), "exact": _num(e)} for d, n, a, e in self.groups],
         }
         if include_counts and self.counts is not None:
@@ -306,7 +328,7 @@ class ExactnessReport:
     def _skipped_line(self) -> str:
         cells = ", ".join(f"K={k},delta={d:g},dim={m}" for k, d, m in self.skipped)
         return (f"stopped early: an earlier cell's p-value fell below alpha/m, which Holm rejects whatever the rest "
-                f"gives; not run: {cells}")
+                f"gives, or a cell stopped at an interim look{self._look_text()}; not run: {cells}")
 
     def _grid_line(self) -> str:
         if not self.grid_tests:

@@ -12,10 +12,13 @@ from .streaming import MAX_MESSAGES, ExactnessCounts
 __all__ = ["make_report"]
 
 
-def make_report(counts, node, cfg, raw, p_adjusted, reject, elapsed, start_chunk, n_family=None) -> ExactnessReport:
+def make_report(counts, node, cfg, raw, p_adjusted, reject, elapsed, start_chunk, n_family=None, stop_look=None,
+                n_looks=0) -> ExactnessReport:
     """Assemble the report from raw tests and their (family-wise) adjusted p-values.
 
-    ``n_family`` is the size of the Holm family (default ``len(raw)``; the grid's for ``certify``).
+    ``n_family`` is the size of the Holm family (default ``len(raw)``; the grid's for ``certify``);
+    ``stop_look`` the interim look that stopped the cell (``None``: it ran to the end) and
+    ``n_looks`` its scheduled interim looks (:mod:`rass_theory.stats.looks`).
     """
     counts = [counts] if isinstance(counts, ExactnessCounts) else list(counts)
     tests = []
@@ -49,4 +52,5 @@ def make_report(counts, node, cfg, raw, p_adjusted, reject, elapsed, start_chunk
                            tuple(messages[:MAX_MESSAGES]), start_chunk, c0, dtypes=cfg.dtypes,
                            correction_fraction=corrections, groups=groups,
                            named_share=float(node.group_probs[0]), pass_counts=tuple(counts),
-                           regime=node.describe_regime())
+                           regime=node.describe_regime(), stop_look=stop_look, n_looks=int(n_looks),
+                           rows_used=int(sum(c.n_rows for c in counts)))
