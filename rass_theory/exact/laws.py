@@ -451,8 +451,8 @@ def _h_rows(law, delta, nx):
 #: half-width of the finely gridded core of the crossing scan beyond [0, max delta]
 _CORE = 6.5
 #: tolerance of a crossing: ``D = F - G`` is stationary there (``D' = f - g = 0``), so an error
-#: ``e`` in a crossing moves an interval mass by ``O(e^2 max|(f - g)'|)`` (``1e-22`` here)
-_CROSSING_TOL = 1e-11
+#: ``e`` in a crossing moves an interval mass by ``O(e^2 max|(f - g)'|)`` (``1e-18`` here)
+_CROSSING_TOL = 1e-9
 _TAIL_CROSSING_TOL = 1e-6
 
 
@@ -562,7 +562,21 @@ def _grid_crossings(law, delta, whi):
     top_log = nx.maximum(nx.maximum(log_f(a), log_f(b)), nx.maximum(log_f(a) - h_a, log_f(b) - h_b))
     tail = flat(top_log < math.log(1e-12))
     chg = flat(is_change)
-    x_change = _solve(nx, hfun, flat(a), flat(b), rows_f, chg & ~tail, _CROSSING_TOL)
+    # one regula-falsi step from the grid values narrows each bracket before the root finder
+    fa, fb = flat(h_a), flat(h_b)
+    denom = nx.where(fb == fa, nx.zeros_like(fa) + 1.0, fb - fa)
+    x0 = nx.minimum(nx.maximum(flat(a) - fa * (flat(b) - flat(a)) / denom, flat(a)), flat(b))
+    idx0 = nx.rows_where(chg & ~tail)
+    lo_c, hi_c = flat(a), flat(b)
+    if idx0 is None:
+        left = (hfun(x0, rows_f) > 0) == (fa > 0)
+        lo_c, hi_c = nx.where(left, x0, lo_c), nx.where(left, hi_c, x0)
+    elif idx0.shape[0]:
+        left = (hfun(x0[idx0], rows_f[idx0]) > 0) == (fa[idx0] > 0)
+        lo_c, hi_c = nx.copy(lo_c), nx.copy(hi_c)
+        lo_c[idx0] = nx.where(left, x0[idx0], lo_c[idx0])
+        hi_c[idx0] = nx.where(left, hi_c[idx0], x0[idx0])
+    x_change = _solve(nx, hfun, lo_c, hi_c, rows_f, chg & ~tail, _CROSSING_TOL)
     x_tail = _solve(nx, hfun, flat(a), flat(b), rows_f, chg & tail, _TAIL_CROSSING_TOL)
     x_change = nx.where(tail, x_tail, x_change)
     # hidden pairs: the extremum of h between the dip's neighbours, then a root on each side
@@ -796,29 +810,41 @@ def centered_mass(nx, m, h):
     -----
     Where ``2 h max(1, |m|) < 0.1``: the Hermite series
     ``2 phi(m) sum_j He_{2j}(m) h^(2j+1) / (2j+1)!`` with six terms (omitted tail below
-    ``1e-20`` relative, ``P3.6``); elsewhere a difference of ``erfc`` upper tails, lower tails or
-    ``erf`` values, whichever does not cancel.  Passing ``(m, h)`` avoids the rounding of
+    ``1e-20`` relative, ``P3.6``); elsewhere a difference of ``erfc`` upper tails (an interval
+    left of 0 mirrored to the right), which does not cancel.  Passing ``(m, h)`` avoids the rounding of
     ``b - a`` for tiny ``h``.
     """
     a, b = m - h, m + h
-    upper = 0.5 * (nx.erfc(a * _SQRT1_2) - nx.erfc(b * _SQRT1_2))
-    lower = 0.5 * (nx.erfc(-b * _SQRT1_2) - nx.erfc(-a * _SQRT1_2))
-    middle = 0.5 * (nx.erf(b * _SQRT1_2) - nx.erf(a * _SQRT1_2))
-    closed = nx.where(a >= 0.0, upper, nx.where(b <= 0.0, lower, middle))
+    # by symmetry an interval left of 0 is the mirrored one right of 0: upper tails then, and
+    # erfc(a) - erfc(b) across 0 (one value above 1, one below: no cancellation)
+    left = b <= 0.0
+    lo, hi = nx.where(left, -b, a), nx.where(left, -a, b)
+    closed = 0.5 * (nx.erfc(lo * _SQRT1_2) - nx.erfc(hi * _SQRT1_2))
     series_ok = 2.0 * h * nx.maximum(nx.abs(m), 1.0) < SERIES_WIDTH
-    ms = nx.where(series_ok, m, nx.zeros_like(m))
-    he_even, he_odd = nx.zeros_like(ms) + 1.0, ms
-    coef = h + nx.zeros_like(ms)
+    if not nx.maybe_any(series_ok):
+        return closed
+    idx = nx.rows_where(series_ok.reshape(-1))
+    if idx is None:
+        return nx.where(series_ok, _hermite_series(nx, nx.where(series_ok, m, nx.zeros_like(m)),
+                                                   h + nx.zeros_like(m)), closed)
+    out = nx.copy(closed).reshape(-1)
+    out[idx] = _hermite_series(nx, m.reshape(-1)[idx], (h + nx.zeros_like(m)).reshape(-1)[idx])
+    return out.reshape(closed.shape)
+
+
+def _hermite_series(nx, m, h):
+    """``2 phi(m) sum_{j < 6} He_{2j}(m) h^(2j+1) / (2j+1)!`` (:func:`centered_mass`)."""
+    he_even, he_odd = nx.zeros_like(m) + 1.0, m
+    coef = h
     total = coef
     h2 = h * h
     for j in range(1, _SERIES_TERMS):
         n = 2 * j
-        he_even = ms * he_odd - (n - 1) * he_even
+        he_even = m * he_odd - (n - 1) * he_even
         coef = coef * h2 / (n * (n + 1))
         total = total + he_even * coef
-        he_odd = ms * he_even - n * he_odd
-    series = 2.0 * _INV_SQRT_2PI * nx.exp(-0.5 * ms * ms) * total
-    return nx.where(series_ok, series, closed)
+        he_odd = m * he_even - n * he_odd
+    return 2.0 * _INV_SQRT_2PI * nx.exp(-0.5 * m * m) * total
 
 
 class DGRSLaw:
