@@ -689,7 +689,23 @@ def _sample_block(law, delta, u):
         return shift_difference(nx, x, dj) - law.take(j).cdf_excess(x[:, None])[:, 0] - Da[j] - rest[j]
 
     rows = nx.arange(delta.shape[0], delta)
-    out = nx.find_root(excess, a, b, args=(rows,))
+    # a narrow bracket: f - g <= f, so the residual CDF grows slower than F and the root is at
+    # least F^{-1}(F(a) + rest); above it, the first of a few steps where the excess turns >= 0
+    lower = nx.ndtr(a - delta) + rest
+    upper = nx.ndtr(delta - a) - rest
+    x_f = delta + nx.where(lower <= 0.5, nx.ndtri(nx.minimum(lower, 0.5)), -nx.ndtri(nx.clip(upper, 0.0, 0.5)))
+    x_f = x_f - 1e-9 * (1.0 + nx.abs(x_f))
+    x_f = nx.where(x_f == x_f, nx.minimum(nx.maximum(x_f, a), b), a)
+    lo = nx.where(excess(x_f, rows) <= 0, x_f, a)
+    hi = b
+    found = lo > b
+    for step in (0.0625, 0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0):
+        p = nx.minimum(lo + step, b)
+        up = (excess(p, rows) >= 0) & ~found
+        hi = nx.where(up, p, hi)
+        found = found | up
+        lo = nx.where(found, lo, p)
+    out = nx.find_root(excess, lo, hi, args=(rows,))
     # no residual mass (g = f): the residual is never used; the draw is then from f itself
     return nx.where(total > 0, out, delta + nx.ndtri(nx.clip(u, 1e-300, 1.0 - 2.0 ** -53)))
 
