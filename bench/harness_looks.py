@@ -63,9 +63,10 @@ def main():
     with open(args.compare) as fh:
         before = json.load(fh)
     lines = ["# Sequential looks within a cell: decisively wrong mutants on the default grid", "",
-             f"`PYTHONPATH=/tmp/before python bench/harness_looks.py --seed {args.seed} --out before.json` then "
+             f"`PYTHONPATH=<tree before> python bench/harness_looks.py --seed {args.seed} --out before.json` then "
              f"`python bench/harness_looks.py --seed {args.seed} --out after.json --compare before.json` "
-             "(process CPU seconds, `rt.check_exactness(mutant, rng=seed)`, shared 2-core machine, niced).", "",
+             "(process CPU seconds, `rt.check_exactness(mutant, rng=seed)`, shared 2-core machine, niced; "
+             "tree before: a `git archive` of main before the sequential looks, 14e1bc2).", "",
              "| verifier | verdict before | verdict after | rows before | rows after | stop look after | "
              "CPU s before | CPU s after | after / before |", "|---|---|---|---|---|---|---|---|---|"]
     tb = ta = 0.0
