@@ -132,7 +132,8 @@ def main():
              + (f" --backend {args.backend}" if args.backend != "numpy" else "")
              + f"; the default grid (DEFAULT_CELLS: K=2,3,8 at dim 8 and 100k rows x 2 dtypes, K=4 at dim 256 and "
                f"20k rows x 2 dtypes, the K=4 power cell with 2.5M float64 rows), alpha = 1e-3 (one Holm family), "
-               f"stopping after the first cell that decides a failure; threshold at {args.threshold_n} rows per cell. "
+               f"stopping after the first cell that decides a failure and, within a cell, at the first interim look "
+               f"(after chunks 1, 2, 4, ...) with a decisive rejection (stats/looks.py); threshold at {args.threshold_n} rows per cell. "
                "Shared 2-core machine (five sessions): wall times are upper bounds; CPU s is the process's CPU time.",
              "", "| " + " | ".join(header) + " | expected to be caught by |",
              "|" + "---|" * (len(header) + 1)]
