@@ -8,6 +8,7 @@ no interim level is reached with probability >= 1 - alpha / 100 (Lemma 9 of
 proofs/S1-harness-power.md); the seeds are fixed.
 """
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -47,6 +48,8 @@ def test_alpha_split_sums_to_alpha_on_the_default_grid():
     assert math.isclose(plan.interim_alpha, INTERIM_SHARE * 1e-3)
     assert math.isclose(plan.interim_alpha + plan.final_alpha, 1e-3, rel_tol=0, abs_tol=1e-18)
     assert math.isclose(plan.level * plan.n_pairs, plan.interim_alpha)
+    proof = (Path(__file__).resolve().parents[2] / "proofs" / "S1-harness-power.md").read_text()
+    assert f"= {plan.n_pairs}` and the interim level is `alpha_I / N = {plan.level:.2g}`" in proof   # S1.9 from the code
     off = look_plan(cfgs, 1e-3, enabled=False)
     assert off.interim_alpha == 0.0 and off.final_alpha == 1e-3 and off.level == 0.0
     one_chunk = harness_config(v, 4, 0.5, 8, n_samples=1000, dtype=("float64",), rng=0)
