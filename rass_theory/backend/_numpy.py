@@ -168,7 +168,7 @@ class NumpyBackend:
 
     @staticmethod
     def find_root(fun, a, b, *, args=(), xrtol: float = 4 * _EPS, xatol: float | None = None,
-                  maxiter: int = 200):
+                  maxiter: int = 200, bisections: int | None = None, steps: int | None = None):
         """Roots of ``fun`` in brackets ``[a, b]`` (``fun(a)``, ``fun(b)`` of opposite signs).
 
         Parameters
@@ -185,6 +185,8 @@ class NumpyBackend:
             Tolerances on the root (defaults ``4 eps`` each: the final bracket is
             ``<= 8 eps (1 + |x|)`` wide).
         maxiter : int
+        bisections, steps : int, optional
+            The fixed iteration counts of the torch twin; ignored here (convergence is tested).
 
         Returns
         -------
