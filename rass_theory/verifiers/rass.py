@@ -34,9 +34,6 @@ def rejection_residual_piece(weights) -> callable:
     """Residual piece drawing ``(f - g_w)_+ / TV`` by rejection (NumPy; a data-dependent number of draws)."""
 
     def residual(batch, rows, u):
-        if batch.nx.name != "numpy":
-            raise TypeError("residual='rejection' runs on NumPy arrays only (its number of draws is data "
-                            "dependent); use residual='inverse' on torch tensors")
         from ..exact import batch as exact_batch
 
         w = weights[rows] if weights.ndim == 2 else weights
@@ -188,6 +185,9 @@ class RASSVerifier(BuiltinVerifier):
 
     def run(self, batch: NodeBatch, u):
         """Decide a prepared batch with the uniforms ``u (n, 3)`` (rank, accept, residual)."""
+        if self.residual == "rejection" and batch.nx.name != "numpy":
+            raise TypeError("residual='rejection' runs on NumPy arrays only (its number of draws is data "
+                            "dependent); use residual='inverse' on torch tensors")
         return rank_kernel(batch, u, self.pieces(self.row_weights(batch)))
 
 

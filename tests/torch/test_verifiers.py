@@ -243,3 +243,15 @@ class TestFloat32Law:
         s, r = standardised(res.states, mu_d, mu_t, sigma, e)
         assert stats.kstest(s, "norm").pvalue > 1e-3
         assert stats.kstest(r, stats.chi2(d - 1).cdf).pvalue > 1e-3
+
+
+def test_numpy_only_options_name_themselves_on_tensors():
+    """One class for both back ends: an option that exists on NumPy only raises a TypeError naming it."""
+    children, mu_d, mu_t, sigma, _ = node_batch(20, 4, 3, 0.5)
+    with pytest.raises(TypeError, match="residual='rejection' runs on NumPy arrays only"):
+        tv.rass("uniform", residual="rejection")(children, mu_d, mu_t, sigma, 0)
+    from rass_theory import verifiers
+    from rass_theory.optimize.policies import ThresholdRankPolicy
+
+    with pytest.raises(TypeError, match="policy verifiers run on NumPy arrays"):
+        verifiers.policy(ThresholdRankPolicy(4, 0.5, [0.25] * 4))(children, mu_d, mu_t, sigma, 0)
