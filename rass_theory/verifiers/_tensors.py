@@ -161,7 +161,7 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) 
     # rows whose norm under- or overflowed are rescaled by their largest entry, as in NumPy
     # (rass_theory.frame): a displacement of (1e300, -1e300) keeps a unit direction and a finite delta
     rescale = ~((norm > math.sqrt(torch.finfo(f64).tiny)) & torch.isfinite(norm))
-    if d > 0:
+    if d > 0 and nx.maybe_any(rescale):      # read on the CPU only; an accelerator always rescales
         scale = torch.where(rescale, direction.abs().amax(dim=1), torch.ones_like(norm))
         scale = torch.where(scale > 0, scale, torch.ones_like(norm))
         direction.div_(scale[:, None])
