@@ -997,7 +997,7 @@ class DGRSLaw:
         def excess(x, j):
             return _dgrs_sf(nx, x, d[j], c[j], P[j], T[j], k) - y[j]
 
-        return nx.find_root(excess, lo, hi, args=(rows,))
+        return nx.find_root(excess, lo, hi, args=(rows,), bisections=5, steps=14)
 
 
 def _dgrs_sf(nx, s, d0, c, P, T, k):
