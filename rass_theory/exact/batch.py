@@ -10,8 +10,9 @@ all rows, ``delta`` ``(n,)``, and ``s`` / ``u`` ``(n,)``.  Nothing loops over ro
   selected law ``g`` given as vectorised callables; it finds the crossings of ``f`` and ``g``
   on a per-row grid refined to machine precision, computes the interval masses in closed form
   from the CDFs, picks an interval by its mass and inverts the residual CDF inside it.
-* :func:`sample_residual`: the RASS case (``g = g_w``), a thin wrapper that also passes the
-  excess forms ``g/phi - 1`` and ``G - Phi`` so relative accuracy survives at small ``delta``.
+* :func:`sample_residual`: the RASS case (``g = g_w``), drawn by the one law engine
+  :func:`rass_theory.exact.laws.sample` (the grid scan below only when a ``spacing`` or
+  ``half_width`` is given).
 * :func:`sample_residual_rejection`: the cross-check sampler (propose from ``f``, accept with
   probability ``(1 - g/f)_+``).
 * :func:`residual_intervals` / :func:`residual_intervals_generic`: the crossings and interval
@@ -60,6 +61,7 @@ from scipy.special import ndtri
 from rass_theory._validation import WEIGHTS_ATOL, as_generator, check_weights  # noqa: F401 - re-exported
 from rass_theory.exact._roots import bracketed_roots
 from rass_theory.exact._window import HALF_WIDTH as _HALF_WIDTH, half_width as _half_width
+from rass_theory.exact.laws import grid_spacing  # noqa: F401 - the engine's one spacing, re-exported
 from rass_theory.exact.normal import log_phi, shift_difference
 from rass_theory.exact.order_stats import (
     weight_parts,
@@ -629,22 +631,6 @@ def _rass_restrict(w):
         return _rass_callables(w if (w.ndim == 1 or idx is None) else w[idx])
 
     return restrict
-
-
-def grid_spacing(K: int) -> float:
-    """Default crossing-search spacing for RASS with ``K`` children: ``min(0.1, 0.5 / sqrt(K))``.
-
-    Notes
-    -----
-    ``0.5/sqrt(K)`` is below half the width of the narrowest order-statistic density
-    (standard deviation ``>= ~1.25/sqrt(K)``).  A pair of crossings inside one grid cell is
-    still found when ``h`` has a single extremum near it (:func:`_dip_candidates`,
-    :func:`_split_dips`), which is the generic way two crossings come close (a near tangency,
-    typical of optimal weights).  Checked in ``tests/exact/test_batch.py::TestCrossingGrid``
-    (same crossings and TV as a grid twenty times finer) and, outside the suite, for Dirichlet
-    weights with concentration down to 0.02 at ``K`` up to 1024.
-    """
-    return min(0.1, 0.5 / np.sqrt(K))
 
 
 def _rass_brackets(w, delta, half_width, spacing):
