@@ -104,3 +104,36 @@ class TestSample:
         np.testing.assert_allclose(new, ref, rtol=0, atol=1e-9)
         new_t = laws.sample(laws.threshold_law(torch.tensor(W), torch.tensor(t)), torch.tensor(d), torch.tensor(u))
         np.testing.assert_allclose(new_t.numpy(), new, rtol=0, atol=1e-11)
+
+    def test_a_law_with_closed_form_crossings_skips_the_scan(self, rng):
+        """The optional ``crossings(delta)`` of the protocol: given the crossings, the same draws."""
+        W, d = _rows(rng, 200, 3)
+        u = rng.random(200)
+        inner = laws.rank_law(W)
+        calls = []
+
+        class WithCrossings:
+            K, nx = inner.K, inner.nx
+
+            def __init__(self, law):
+                self.law = law
+
+            def log_ratio(self, s):
+                return self.law.log_ratio(s)
+
+            def cdf_excess(self, s):
+                return self.law.cdf_excess(s)
+
+            def take(self, rows):
+                return WithCrossings(self.law.take(rows))
+
+            def keys(self):
+                return self.law.keys()
+
+            def crossings(self, delta):
+                calls.append(delta.shape[0])
+                whi = np.maximum(delta, np.sqrt(2 * np.log(3))) + 11.5
+                return laws._grid_crossings(self.law, delta, whi)
+
+        np.testing.assert_allclose(laws.sample(WithCrossings(inner), d, u), laws.sample(inner, d, u), rtol=0, atol=0)
+        assert calls == [200]
