@@ -201,16 +201,21 @@ class RankLaw:
             return self
         out = RankLaw.__new__(RankLaw)
         out.nx, out.K = self.nx, self.K
-        if self.weights.ndim == 2:
-            out.weights, out._log_w = self.weights[rows], self._log_w[rows]
-            out._pdf_coef, out._cdf_lin = self._pdf_coef[rows], self._cdf_lin[rows]
-        else:
-            out.weights, out._log_w = self.weights, self._log_w
-            out._pdf_coef, out._cdf_lin = self._pdf_coef, self._cdf_lin
+        # per-row arrays are gathered on first use (a root finder's step needs one or two of them)
+        out._source, out._rows = self, rows
         out.t = None if self.t is None else self.t[rows]
         if self.t is not None:
             out._one_minus_PK1 = self._one_minus_PK1[rows]
         return out
+
+    def __getattr__(self, name):
+        if name in ("weights", "_log_w", "_pdf_coef", "_cdf_lin") and "_source" in self.__dict__:
+            value = getattr(self._source, name)
+            if value.ndim == 2:
+                value = value[self._rows]
+            setattr(self, name, value)
+            return value
+        raise AttributeError(name)
 
     def keys(self):
         if self.weights.ndim == 1 and self.t is None:
