@@ -78,8 +78,16 @@ def _log_Phi(x):
     nx = get_backend(x)
     if nx.name == "torch":
         return nx.log_ndtr(x)
-    with np.errstate(divide="ignore"):
-        return nx.where(x > 0, nx.log1p(-nx.ndtr(-nx.abs(x))), nx.log_ndtr(nx.minimum(x, 0.0)))
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0:
+        with np.errstate(divide="ignore"):
+            return nx.where(x > 0, nx.log1p(-nx.ndtr(-nx.abs(x))), nx.log_ndtr(nx.minimum(x, 0.0)))
+    # each branch on its own elements (the same values as ``where`` over both, half the work)
+    out = np.empty_like(x)
+    pos = x > 0
+    out[pos] = np.log1p(-nx.ndtr(-x[pos]))
+    out[~pos] = nx.log_ndtr(x[~pos])
+    return out
 
 
 def ndtri_exp_nx(lp):
@@ -371,6 +379,149 @@ def _J(t, K, delta):
         return np.exp(_log_Phi(t - delta)) - np.expm1(K * _log_Phi(t))
 
 
+def _outer_start(cand, default, have, K, delta, *, from_right: bool):
+    """``cand`` where it lies on the outer side of its root of ``h`` (``h > 0``, ``h'`` of the side's sign), else ``default``.
+
+    A start there keeps :func:`_newton_convex` monotone (it stops at once from the inner side).
+    """
+    x = np.where(have, cand, default)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        h, slope = _h(x, K, delta)
+        ok = have & np.isfinite(x) & (h > 0) & ((slope > 0) if from_right else (slope < 0))
+    return np.where(ok, x, default)
+
+
+def _narrow_roots(fun, lo, hi, lo_wide, hi_wide, have, args):
+    """:func:`_roots` in the bracket ``(lo, hi)`` where ``have``, rerun in ``(lo_wide, hi_wide)`` where that fails.
+
+    A narrow bracket with a sign change holds the root the wide one holds (one sign change in the
+    wide bracket), so the result is the wide solve's to the solver's tolerance (``8 eps``).
+    """
+    x, ok = _roots(fun, np.where(have, lo, lo_wide), np.where(have, hi, hi_wide), args)
+    redo = np.flatnonzero(have & ~ok)
+    if redo.size:
+        x[redo], ok[redo] = _roots(fun, lo_wide[redo], hi_wide[redo], tuple(a[redo] for a in args))
+    return x, ok
+
+
+def _solve_general(Kg, dg, guess=None):
+    """Constants and P10.6 checks for rows with ``K >= 2``, ``delta > 0`` (:func:`solve_list_rule`, Notes).
+
+    ``guess`` (from :func:`_table_guess`) narrows the starts and brackets where it holds; every
+    root is still found by the same solver, and a narrowed start or bracket that does not hold
+    (wrong side of the root, no sign change) falls back to the wide one.  ``None``: the wide
+    starts and brackets everywhere.
+    """
+    with np.errstate(over="ignore", divide="ignore"):
+        t0 = 0.5 * dg + np.log(Kg) / dg
+    tl0 = -dg - np.sqrt(2 * dg * dg + 2 * np.log(Kg)) - 1.0
+    if guess is None:
+        have = np.zeros(dg.shape, dtype=bool)
+        nan = np.full(dg.shape, np.nan)
+        (ts_lo, ts_hi), (ta_lo, ta_hi), (tl_lo, tl_hi) = (nan, nan), (nan, nan), (nan, nan)
+    else:
+        have, (ts_lo, ts_hi), (ta_lo, ta_hi), (tl_lo, tl_hi) = guess
+    ts = _newton_convex(_outer_start(ts_hi, t0, have, Kg, dg, from_right=True), Kg, dg, from_right=True)
+    tl = _newton_convex(_outer_start(tl_lo, tl0, have, Kg, dg, from_right=False), Kg, dg, from_right=False)
+    fin = np.isfinite(ts)
+    hi_a = np.where(fin, ts, tl)
+    with np.errstate(invalid="ignore"):
+        ta, ok = _narrow_roots(_sign_D, np.clip(ta_lo, tl, hi_a), np.clip(ta_hi, tl, hi_a), tl, hi_a,
+                               have & fin, (Kg, dg))
+    # far right tail (Q(t* - delta) < 1e-300, tiny delta, or t* beyond float range): the sign
+    # of D near t* is below rounding, and every law puts mass < 1e-300 on [t_a, inf): t_a = t*
+    with np.errstate(invalid="ignore"):
+        far = (~ok | ~fin) & ((log_ndtr(dg - ts) < -690.0) | ~fin)
+    ta = np.where(far, ts, ta)
+    ok = ok | far
+    lc = _log_Phi(ta)
+    log_M = (Kg - 1) * (_log_Phi(tl) - lc)
+    with np.errstate(invalid="ignore"):
+        lr = _log_E(ts, Kg, dg)
+    # D(t*) <= Q(t* - delta) < 1e-300 where log D(t*) is not representable (t* ~ log(K)/delta)
+    log_rej = np.where((np.isnan(lr) & (log_ndtr(dg - ts) < -690.0)) | ~fin, -np.inf, lr)
+    converged = ok & (tl < ta) & (ta <= ts) & np.isfinite(tl)
+    with np.errstate(invalid="ignore"):
+        defect = np.where(fin, np.abs(_D(np.where(fin, ta, 0.0), Kg, dg)), 0.0)
+    # the independent bound: Chandrupatla on h over ((t_lo + t*)/2, 2 t0 + 1), where
+    # h < 0 < h(2 t0 + 1) (h(2 t0) >= delta^2/2 + log K - (K-1) log Phi(2 t0) > 0); narrowed to
+    # the table's bracket (which does not use this row's Newton solve) where that holds
+    lo_b, hi_b = np.where(fin, 0.5 * (tl + ts), 0.0), np.where(fin, 2 * t0 + 1, 1.0)
+    with np.errstate(invalid="ignore"):
+        tb, okb = _narrow_roots(_h_value, np.clip(ts_lo, lo_b, hi_b), np.clip(ts_hi, lo_b, hi_b), lo_b, hi_b,
+                                have & fin, (Kg, dg))
+    a_rule = np.where(fin, _J(np.where(fin, ts, 0.0), Kg, dg), 1.0)
+    a_bound = np.where(fin, _J(tb, Kg, dg), 1.0)
+    gap = np.where(fin & ~okb, np.nan, a_rule - a_bound)
+    return ts, tl, ta, lc, log_M, log_rej, converged, defect, gap, a_rule
+
+
+#: the start table: ``log2(delta)`` from ``_TABLE_LOG2[0]`` to ``_TABLE_LOG2[1]`` in ``_TABLE_SIZE`` nodes
+_TABLE_LOG2 = (-7.0, 5.0)
+_TABLE_SIZE = 1537
+#: a ``K`` shared by fewer rows than this is solved from the wide starts (building its table costs more)
+_TABLE_MIN_ROWS = 512
+
+
+def _catmull_rom(y0, y1, y2, y3, w):
+    """Cubic (Catmull-Rom) interpolation between ``y1`` (``w = 0``) and ``y2`` (``w = 1``) on equal spacing."""
+    return y1 + 0.5 * w * (y2 - y0 + w * (2.0 * y0 - 5.0 * y1 + 4.0 * y2 - y3 + w * (3.0 * (y1 - y2) + y3 - y0)))
+
+
+@functools.lru_cache(maxsize=64)
+def _start_table(K: int):
+    """Per-``K`` table of ``t*``, ``t_a``, ``t_lo`` over ``u = log delta`` (a pure function of ``K``; cached).
+
+    Returns ``(u, values (3, n), widths (3, n - 1))``: the roots at the nodes (wide solve) and per
+    interval a half-width ``4 |cubic interpolation error at the quarter point| + 1e-9 (1 + |t|)`` for the
+    brackets of :func:`_table_guess`.  Nodes or intervals whose solve did not pass P10.6 get NaN
+    (no guess there).
+    """
+    u = np.linspace(_TABLE_LOG2[0] * _LOG2, _TABLE_LOG2[1] * _LOG2, _TABLE_SIZE)
+    quarter = 0.75 * u[:-1] + 0.25 * u[1:]  # the cubic's h^3 error term vanishes at midpoints
+
+    def roots(uu):
+        d = np.exp(uu)
+        ts, tl, ta, _, _, _, conv, defect, gap, _ = _solve_general(np.full(d.shape, float(K)), d)
+        good = conv & (defect <= CERTIFICATE_TOL) & (np.abs(gap) <= CERTIFICATE_TOL) & np.isfinite(ts)
+        return np.where(good, np.stack([ts, ta, tl]), np.nan)
+
+    at, am = roots(u), roots(quarter)
+    err = np.full(am.shape, np.nan)
+    err[:, 1:-1] = np.abs(am[:, 1:-1] - _catmull_rom(at[:, :-3], at[:, 1:-2], at[:, 2:-1], at[:, 3:], 0.25))
+    width = 4.0 * err + 1e-9 * (1.0 + np.abs(am))
+    return u, at, width
+
+
+def _table_guess(K, delta):
+    """Narrow starts and brackets of ``t*``, ``t_a``, ``t_lo`` per row from :func:`_start_table`.
+
+    Returns ``(have, (lo, hi) of t*, (lo, hi) of t_a, (lo, hi) of t_lo)``, ``have`` False (no guess)
+    outside the table, where a ``K`` has fewer than ``_TABLE_MIN_ROWS`` rows, or where the table
+    has no value.  Cubic (Catmull-Rom) interpolation in ``log delta`` plus/minus the interval's width.
+    """
+    n = delta.shape[0]
+    have = np.zeros(n, dtype=bool)
+    lo = np.full((3, n), np.nan)
+    hi = np.full((3, n), np.nan)
+    values, counts = np.unique(K, return_counts=True)
+    with np.errstate(divide="ignore"):
+        ud = np.log(delta)
+    for k, c in zip(values, counts):
+        if c < _TABLE_MIN_ROWS or k != int(k):
+            continue
+        u, at, width = _start_table(int(k))
+        rows = np.flatnonzero((K == k) & (ud >= u[0]) & (ud < u[-1]))
+        x = (ud[rows] - u[0]) / (u[1] - u[0])
+        i = np.clip(x.astype(np.int64), 1, u.size - 3)
+        w = x - i
+        est = _catmull_rom(at[:, i - 1], at[:, i], at[:, i + 1], at[:, i + 2], w)
+        half = width[:, i]
+        lo[:, rows], hi[:, rows] = est - half, est + half
+        have[rows] = np.isfinite(lo[:, rows]).all(0) & np.isfinite(hi[:, rows]).all(0)
+    return have, (lo[0], hi[0]), (lo[1], hi[1]), (lo[2], hi[2])
+
+
 def solve_list_rule(K, delta) -> ListRuleParams:
     """Solve and check the optimal list rule's constants for every row.
 
@@ -430,35 +581,9 @@ def solve_list_rule(K, delta) -> ListRuleParams:
         log_M[zero] = -np.log(K[zero])
     if gen.any():
         Kg, dg = K[gen], delta[gen]
-        with np.errstate(over="ignore", divide="ignore"):
-            t0 = 0.5 * dg + np.log(Kg) / dg
-        ts = _newton_convex(t0, Kg, dg, from_right=True)
-        tl = _newton_convex(-dg - np.sqrt(2 * dg * dg + 2 * np.log(Kg)) - 1.0, Kg, dg, from_right=False)
-        fin = np.isfinite(ts)
-        ta, ok = _roots(_sign_D, tl, np.where(fin, ts, tl), (Kg, dg))
-        # far right tail (Q(t* - delta) < 1e-300, tiny delta, or t* beyond float range): the sign
-        # of D near t* is below rounding, and every law puts mass < 1e-300 on [t_a, inf): t_a = t*
-        with np.errstate(invalid="ignore"):
-            far = (~ok | ~fin) & ((log_ndtr(dg - ts) < -690.0) | ~fin)
-        ta = np.where(far, ts, ta)
-        ok = ok | far
-        lc = _log_Phi(ta)
-        t_star[gen], t_low[gen], t_keep[gen], log_c[gen] = ts, tl, ta, lc
-        log_M[gen] = (Kg - 1) * (_log_Phi(tl) - lc)
-        with np.errstate(invalid="ignore"):
-            lr = _log_E(ts, Kg, dg)
-        # D(t*) <= Q(t* - delta) < 1e-300 where log D(t*) is not representable (t* ~ log(K)/delta)
-        log_rej[gen] = np.where((np.isnan(lr) & (log_ndtr(dg - ts) < -690.0)) | ~fin, -np.inf, lr)
-        converged[gen] = ok & (tl < ta) & (ta <= ts) & np.isfinite(tl)
-        with np.errstate(invalid="ignore"):
-            defect[gen] = np.where(fin, np.abs(_D(np.where(fin, ta, 0.0), Kg, dg)), 0.0)
-        # the independent bound: Chandrupatla on h over ((t_lo + t*)/2, 2 t0 + 1), where
-        # h < 0 < h(2 t0 + 1) (h(2 t0) >= delta^2/2 + log K - (K-1) log Phi(2 t0) > 0)
-        tb, okb = _roots(_h_value, np.where(fin, 0.5 * (tl + ts), 0.0), np.where(fin, 2 * t0 + 1, 1.0), (Kg, dg))
-        a_rule = np.where(fin, _J(np.where(fin, ts, 0.0), Kg, dg), 1.0)
-        a_bound = np.where(fin, _J(tb, Kg, dg), 1.0)
-        acc[gen] = a_rule
-        gap[gen] = np.where(fin & ~okb, np.nan, a_rule - a_bound)
+        cols = _solve_general(Kg, dg, _table_guess(Kg, dg))
+        (t_star[gen], t_low[gen], t_keep[gen], log_c[gen], log_M[gen], log_rej[gen],
+         converged[gen], defect[gen], gap[gen], acc[gen]) = cols
     return ListRuleParams(K, delta, t_keep, t_low, t_star, log_c, log_M, log_rej, converged, defect, gap, acc)
 
 

@@ -222,3 +222,24 @@ def test_fake_score_envelope_and_law(K, delta):
     x = lr.draw_fake_scores(p, np.random.default_rng(11), 400_000)
     assert x.max() < t_a
     assert stats.kstest(x, lambda v: np.interp(v, grid, cdf)).pvalue > 1e-4
+
+
+def test_table_started_solve_matches_the_wide_solve():
+    """10,000 random (K, delta) rows: the table-started solve gives the wide-start solve's
+    constants to rounding (in units of eps max(1, |x|)), and the table guess
+    is used on most rows (a guess that never held would only cost time)."""
+    rng = np.random.default_rng(20261201)
+    n = 10_000
+    K = rng.choice([2, 3, 4, 8, 16, 64], n).astype(float)
+    delta = np.exp(rng.uniform(np.log(0.005), np.log(40.0), n))
+    new = lr.solve_list_rule(K, delta)
+    ts, tl, ta, _, _, _, conv, defect, gap, acc = lr._solve_general(K, delta)
+    assert lr._table_guess(K, delta)[0].mean() > 0.8
+    np.testing.assert_array_equal(new.converged, conv)
+    # Newton roots (t*, t_lo) and J to a few eps; t_a to the bracketing solver's own tolerance
+    # (final bracket 8 eps (1 + |x|) wide, measured worst 17 eps max(1, |x|))
+    for got, want, ulps in ((new.t_star, ts, 4), (new.t_low, tl, 8), (new.t_keep, ta, 32), (new.acceptance, acc, 4)):
+        fin = np.isfinite(want)
+        np.testing.assert_array_equal(np.isfinite(got), fin)
+        assert np.all(np.abs(got[fin] - want[fin]) <= ulps * lr._EPS * np.maximum(1.0, np.abs(want[fin])))
+    assert np.all(new.mass_defect <= lr.CERTIFICATE_TOL) and np.all(np.abs(new.gap) <= lr.CERTIFICATE_TOL)
