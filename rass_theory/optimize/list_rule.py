@@ -549,7 +549,11 @@ def solve_list_rule(K, delta) -> ListRuleParams:
     exactly once there.  The certificate: ``mass_defect = |D(t_a)|`` bounds the total variation
     between the verifier's output and the target; ``gap`` compares ``J(t*)`` with ``J`` at an
     independent bracketing solve of ``h`` on ``((t_lo + t*)/2, delta + 2 log(K)/delta + 1)``, which
-    contains only the larger root (``proofs/P10-optimal-list-rule.md``, P10.4 and P10.6).
+    contains only the larger root (``proofs/P10-optimal-list-rule.md``, P10.4 and P10.6).  Where
+    one ``K`` has at least ``_TABLE_MIN_ROWS`` rows, the starts and brackets are narrowed by a
+    cached per-``K`` table over ``log delta`` (:func:`_table_guess`; the same solvers, the wide
+    start or bracket wherever a narrow one does not hold), so the constants equal the wide
+    solve's to the solvers' tolerances.
     """
     delta = np.atleast_1d(np.asarray(delta, dtype=np.float64))
     K = np.broadcast_to(np.asarray(K, dtype=np.float64), delta.shape).copy()
