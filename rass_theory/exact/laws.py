@@ -47,7 +47,7 @@ from rass_theory.backend import get_backend
 from rass_theory.exact._window import half_width
 
 __all__ = ["SelectedLaw", "RankLaw", "rank_law", "threshold_law", "PolicyLaw", "DGRSLaw", "sample",
-           "residual_mass",
+           "residual_intervals", "residual_mass",
            "shift_difference", "grid_spacing", "RESIDUAL_BLOCK"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -174,18 +174,23 @@ class RankLaw:
     def __init__(self, weights, t=None):
         self.nx = get_backend(weights)
         nx = self.nx
-        self.weights = nx.cast(weights, nx.float64)
-        self.K = int(self.weights.shape[-1])
+        w = nx.cast(weights, nx.float64)
+        self.K = K = int(w.shape[-1])
         self.t = None if t is None else nx.cast(t, nx.float64)
-        K = self.K
-        cum = nx.cumsum(self.weights, -1)
+        # the weights are read as w / S, S = sum w (exact for sums 1 only up to rounding); the
+        # deviations v = w/S - 1/K are ((w - fl(1/K)) - mean) / S: the difference is exact
+        # (Sterbenz) and the mean removes S - 1 and the rounding of 1/K, so v keeps relative
+        # accuracy for nearly uniform weights (order_stats.weight_parts; 0 for uniform ones)
+        S = nx.cumsum(w, -1)[..., K - 1:]
+        dev = w - 1.0 / K
+        v = (dev - nx.cumsum(dev, -1)[..., K - 1:] / K) / S
+        self.weights = w / S
         with np.errstate(divide="ignore"):
             self._log_w = nx.log(self.weights)
-        frac = nx.constant(np.arange(1, K) / K, self.weights)
         pdf_c, cdf_c = _coefficients(K)
         #: w_j K C(K-1, j) and (W_i - i/K) C(K, i) for i = 1..K-1
-        self._pdf_coef = self.weights * nx.constant(np.exp(pdf_c), self.weights)
-        self._cdf_lin = (cum[..., : K - 1] - frac) * nx.constant(np.exp(cdf_c[1:K]), self.weights)
+        self._pdf_coef = self.weights * nx.constant(np.exp(pdf_c), w)
+        self._cdf_lin = nx.cumsum(v, -1)[..., : K - 1] * nx.constant(np.exp(cdf_c[1:K]), w)
         if self.t is not None:
             finite = nx.isfinite(self.t)
             log_P = nx.where(finite, nx.log_ndtr(nx.where(finite, self.t, nx.zeros_like(self.t))), nx.zeros_like(self.t))
@@ -489,11 +494,15 @@ def _golden_min(nx, fun, a, b, sign, n_iter=36):
     return 0.5 * (a + b)
 
 
-def _grid_crossings(law, delta, whi):
+def _grid_crossings(law, delta, whi, precise=False):
     """Crossings of ``f`` and ``g`` per row from the scan on one shared grid (module notes).
 
     Returns ``(points (r, 2C), first_positive (r,))``: ascending, padded with ``+inf``.
+    ``precise``: refine every crossing to ``nx.find_root``'s default (``~8 eps (1 + |x|)``),
+    not to the sampler's :data:`_CROSSING_TOL` (what the certificate needs: there a crossing's
+    error enters first order).
     """
+    tol, tail_tol = (None, None) if precise else (_CROSSING_TOL, _TAIL_CROSSING_TOL)
     nx, K = law.nx, law.K
     r = delta.shape[0]
     L = half_width(K)
@@ -547,7 +556,7 @@ def _grid_crossings(law, delta, whi):
         k_brk = nx.clip(k_brk, 0, s2.shape[1] - 2)
         col = nx.arange(s2.shape[1] - 1, delta)
         events = events & ~(on[:, None] & (col[None, :] == k_brk[:, None]))
-    C = K + 2
+    C = min(K + 2, s2.shape[1] - 1)                        # crossing slots per row
     cell = nx.first_true(events, C)                        # (r, C)
     valid = nx.gather(events, cell)
     is_dip = nx.gather(dip, cell) & valid
@@ -580,8 +589,8 @@ def _grid_crossings(law, delta, whi):
         lo_c, hi_c = nx.copy(lo_c), nx.copy(hi_c)
         lo_c[idx0] = nx.where(left, x0[idx0], lo_c[idx0])
         hi_c[idx0] = nx.where(left, hi_c[idx0], x0[idx0])
-    x_change = _solve(nx, hfun, lo_c, hi_c, rows_f, chg & ~tail, _CROSSING_TOL)
-    x_tail = _solve(nx, hfun, flat(a), flat(b), rows_f, chg & tail, _TAIL_CROSSING_TOL)
+    x_change = _solve(nx, hfun, lo_c, hi_c, rows_f, chg & ~tail, tol)
+    x_tail = _solve(nx, hfun, flat(a), flat(b), rows_f, chg & tail, tail_tol)
     x_change = nx.where(tail, x_tail, x_change)
     # hidden pairs: the extremum of h between the dip's neighbours, then a root on each side
     sign = nx.where(flat(nx.gather(pos, cell)), 1.0, -1.0)
@@ -598,15 +607,15 @@ def _grid_crossings(law, delta, whi):
             ri = rows_f[idx]
             x_mid[idx] = _golden_min(nx, lambda x: hfun(x, ri), flat(a_prev)[idx], flat(b)[idx], sign[idx])
             split[idx] = (hfun(x_mid[idx], ri) > 0) != (sign[idx] > 0)
-    x_left = _solve(nx, hfun, flat(a_prev), x_mid, rows_f, split, _CROSSING_TOL)
-    x_right = _solve(nx, hfun, x_mid, flat(b), rows_f, split, _CROSSING_TOL)
+    x_left = _solve(nx, hfun, flat(a_prev), x_mid, rows_f, split, tol)
+    x_right = _solve(nx, hfun, x_mid, flat(b), rows_f, split, tol)
     inf = math.inf
     first = nx.where(flat(is_change), x_change, nx.where(split, x_left, inf + nx.zeros_like(x_change)))
     second = nx.where(split, x_right, inf + nx.zeros_like(x_change))
     parts = [first.reshape(r, C), second.reshape(r, C)]
     if brk is not None:
         parts.append(_break_crossings(nx, law, delta, brk, on, pick(k_brk[:, None])[:, 0],
-                                      pick(k_brk[:, None] + 1)[:, 0], hfun))
+                                      pick(k_brk[:, None] + 1)[:, 0], hfun, tol))
     pts = nx.sort(nx.concat(parts, 1), 1)
     most = nx.host_max(nx.count_true(nx.isfinite(pts), 1) + 0.0) if r else 0.0
     if most is not None:                                   # drop the all-padding columns
@@ -614,7 +623,7 @@ def _grid_crossings(law, delta, whi):
     return pts, pos[:, 0]
 
 
-def _break_crossings(nx, law, delta, brk, on, left, right, hfun):
+def _break_crossings(nx, law, delta, brk, on, left, right, hfun, tol):
     """Crossings in the grid cell ``[left, right]`` that holds a jump of ``g`` at ``brk``: one on
     each side (where ``h`` changes sign) and the jump itself; ``(r, 3)``, ``+inf`` where none."""
     rows = nx.arange(delta.shape[0], delta)
@@ -622,19 +631,19 @@ def _break_crossings(nx, law, delta, brk, on, left, right, hfun):
     below = nx.maximum(nx.next_below(t), left)
     h_l, h_b, h_t, h_r = (hfun(x, rows) > 0 for x in (left, below, t, right))
     inf = nx.zeros_like(delta) + math.inf
-    x_left = _solve(nx, hfun, left, below, rows, on & (h_l != h_b), _CROSSING_TOL)
-    x_right = _solve(nx, hfun, t, right, rows, on & (h_t != h_r), _CROSSING_TOL)
+    x_left = _solve(nx, hfun, left, below, rows, on & (h_l != h_b), tol)
+    x_right = _solve(nx, hfun, t, right, rows, on & (h_t != h_r), tol)
     return nx.stack([nx.where(on & (h_l != h_b), x_left, inf), nx.where(on & (h_b != h_t), t, inf),
                      nx.where(on & (h_t != h_r), x_right, inf)], 1)
 
 
-def _intervals(law, delta, whi):
+def _intervals(law, delta, whi, precise=False):
     """``(bounds (r, J + 1), positive (r, J), mass (r, J))`` of the residual per row."""
     nx = law.nx
     if hasattr(law, "crossings"):
         pts, first_positive = law.crossings(delta)
     else:
-        pts, first_positive = _grid_crossings(law, delta, whi)
+        pts, first_positive = _grid_crossings(law, delta, whi, precise)
     r, c = pts.shape
     inf = nx.full((r, 1), math.inf, delta)
     bounds = nx.concat([-inf, pts, inf], 1)                 # (r, c + 2)
@@ -659,9 +668,8 @@ def _intervals(law, delta, whi):
 def _sample_block(law, delta, u):
     nx, K = law.nx, law.K
     L = half_width(K)
-    top = math.sqrt(2.0 * math.log(max(K, 2)))
     wlo = nx.zeros_like(delta) - L
-    whi = nx.maximum(delta, top) + L
+    whi = _window_top(K, delta)
     keys = law.keys()
     col = delta[:, None]
     key = col if keys is None else nx.concat([keys if keys.ndim == 2 else keys[:, None], col], 1)
@@ -714,13 +722,59 @@ def _sample_block(law, delta, u):
     return nx.where(total > 0, out, delta + nx.ndtri(nx.clip(u, 1e-300, 1.0 - 2.0 ** -53)))
 
 
-def residual_mass(law, delta):
-    """``TV(f, g) = int (f - g)_+`` per row: the closed-form masses of :func:`sample`'s intervals."""
+def residual_intervals(law, delta, *, precise: bool = True):
+    """Where ``f = phi(. - delta) > g`` and the mass of ``(f - g)_+`` there, per row.
+
+    The one crossing search of :mod:`rass_theory.exact`: :func:`sample`, :func:`residual_mass`,
+    ``exact.batch.residual_intervals``, ``exact.selected.residual_law`` and the optimiser's
+    RASS certificate (``exact.segments.RankSegment``) all read their crossings from here.
+
+    Parameters
+    ----------
+    law : SelectedLaw
+        ``g`` per row (or one shared law).
+    delta : array (r,)
+        Per-row displacement.
+    precise : bool
+        Refine the crossings to machine precision (``~8 eps (1 + |x|)``, the default: the
+        optimiser's certificate and the reported crossings need it) or only to the sampler's
+        ``1e-9`` (``False``; an error ``e`` moves a mass by ``O(e^2)`` only).
+
+    Returns
+    -------
+    bounds : array (r, c + 2)
+        ``-inf, x_1, ..., x_k, +inf, +inf, ...``: the crossings of each row, ascending, padded
+        with ``+inf``; interval ``j`` is ``[bounds[:, j], bounds[:, j + 1]]``.
+    positive : bool array (r, c + 1)
+        Whether ``f > g`` on interval ``j`` (false on padding intervals).
+    mass : array (r, c + 1)
+        ``int (f - g)`` over each positive interval (0 elsewhere); ``mass.sum(1) = TV(f, g)``.
+
+    Notes
+    -----
+    The crossings come from the law's closed form when it has one, else from the sign scan of
+    ``h = log f - log g`` on one grid over the window ``[-L(K), max(delta, sqrt(2 log K)) +
+    L(K)]`` (:mod:`rass_theory.exact._window`), refined by ``nx.find_root`` (sign changes) and
+    a golden-section split of hidden pairs (:func:`sample`, note 2).  The masses are
+    ``D(b) - D(a)``, ``D = F - G = [Phi(x - delta) - Phi(x)] - [G(x) - Phi(x)]`` (relative
+    accuracy in both tails; proof ``proofs/P7-selected-law.md``).
+    """
     nx = get_backend(delta)
     delta = nx.cast(delta, nx.float64)
-    L = half_width(law.K)
-    whi = nx.maximum(delta, math.sqrt(2.0 * math.log(max(law.K, 2)))) + L
-    return _intervals(law, delta, whi)[2].sum(1)
+    bounds, positive, mass, _ = _intervals(law, delta, _window_top(law.K, delta), precise)
+    k = nx.count_true(nx.isfinite(bounds), 1)                      # crossings per row
+    col = nx.arange(positive.shape[1], delta)
+    return bounds, positive & (col[None, :] <= k[:, None]), mass
+
+
+def _window_top(K: int, delta):
+    """Upper end ``max(delta, sqrt(2 log K)) + L(K)`` of the window, per row."""
+    return get_backend(delta).maximum(delta, math.sqrt(2.0 * math.log(max(K, 2)))) + half_width(K)
+
+
+def residual_mass(law, delta):
+    """``TV(f, g) = int (f - g)_+`` per row: the closed-form masses of :func:`residual_intervals`."""
+    return residual_intervals(law, delta, precise=False)[2].sum(1)
 
 
 def sample(law, delta, u):

@@ -15,7 +15,8 @@ from scipy.special import betaincinv, ndtr
 
 from rass_theory.exact._roots import bracketed_roots
 from rass_theory._validation import as_generator, check_delta, check_positive_int, check_weights
-from rass_theory.exact import batch as _batch
+from rass_theory.exact.batch import sample_residual_rejection
+from rass_theory.exact.laws import rank_law, residual_intervals, sample
 from rass_theory.exact.normal import log_phi, quantile_from_tails, shift_difference
 from rass_theory.exact.order_stats import (
     mixture_cdf_excess,
@@ -220,7 +221,7 @@ class ResidualLaw:
     crossings: np.ndarray
     intervals: np.ndarray
     interval_masses: np.ndarray
-    _ri: object = field(repr=False)
+    _law: object = field(repr=False)
     K: int = field(init=False)
 
     def __post_init__(self):
@@ -260,24 +261,10 @@ class ResidualLaw:
         return np.clip(part.sum(axis=-1) / self.mass, 0.0, 1.0)
 
     def ppf(self, q):
-        """Inverse CDF: pick the interval by its mass, then safeguarded Newton inside it."""
+        """Inverse CDF: the engine's draw (:func:`rass_theory.exact.laws.sample`) at ``u = q``."""
         q = _as_probabilities(q)
-        shape = q.shape
         qf = q.ravel()
-        ri = self._ri
-        reps = qf.size
-        rep = _batch.ResidualIntervals(
-            np.repeat(ri.bounds, reps, axis=0),
-            np.repeat(ri.positive, reps, axis=0),
-            np.repeat(ri.masses, reps, axis=0),
-            np.repeat(ri.total, reps),
-            np.repeat(ri.n_crossings, reps),
-            np.repeat(ri.grid_lo, reps),
-            np.repeat(ri.grid_hi, reps),
-        )
-        out = _batch._invert_residual(rep, lambda idx: _batch._rass_callables(self.weights),
-                                      np.full(reps, self.delta), qf)
-        return out.reshape(shape)
+        return sample(self._law, np.full(qf.size, self.delta), qf).reshape(q.shape)
 
     def rvs(self, size=None, rng=None, method: str = "inverse"):
         """Exact draws from the residual law.
@@ -299,7 +286,7 @@ class ResidualLaw:
             if self.mass == 0:
                 s = self.delta + gen.standard_normal(n)
             else:
-                s = _batch.sample_residual_rejection(self.weights, np.full(n, self.delta), gen)
+                s = sample_residual_rejection(self.weights, np.full(n, self.delta), gen)
         else:
             raise ValueError(f"method must be 'inverse' or 'rejection', got {method!r}")
         return s.reshape(shape) if shape else float(s[0])
@@ -356,7 +343,7 @@ def residual_law(weights, delta, *, spacing: float | None = None) -> ResidualLaw
     weights : array_like, shape (K,)
     delta : float
     spacing : float, optional
-        Crossing-search grid spacing; default :func:`rass_theory.exact.batch.grid_spacing`.
+        Crossing-search grid spacing; default :func:`rass_theory.exact.laws.grid_spacing`.
 
     Returns
     -------
@@ -370,12 +357,12 @@ def residual_law(weights, delta, *, spacing: float | None = None) -> ResidualLaw
     statement in :mod:`rass_theory.exact.batch`).
     """
     w, d = _check_law_args(weights, delta)
-    if spacing is None:
-        spacing = _batch.grid_spacing(w.shape[0])
-    ri, _, _ = _batch._rass_intervals(w, np.array([d]), None, spacing)
-    r = int(ri.n_crossings[0])
-    crossings = ri.bounds[0, 1:r + 1].copy()
-    pos = ri.positive[0, : r + 1]
-    intervals = np.stack([ri.bounds[0, : r + 1][pos], ri.bounds[0, 1: r + 2][pos]], axis=1)
-    masses = ri.masses[0, : r + 1][pos]
-    return ResidualLaw(w, d, float(ri.total[0]), crossings, intervals, masses, ri)
+    law = rank_law(w)
+    if spacing is not None:
+        law.spacing = float(spacing)
+    bounds, positive, masses = residual_intervals(law, np.array([d]))
+    r = int(np.count_nonzero(np.isfinite(bounds[0])))
+    crossings = bounds[0, 1:r + 1].copy()
+    pos = positive[0, : r + 1]
+    intervals = np.stack([bounds[0, : r + 1][pos], bounds[0, 1: r + 2][pos]], axis=1)
+    return ResidualLaw(w, d, float(masses[0].sum()), crossings, intervals, masses[0, : r + 1][pos], law)
