@@ -64,10 +64,6 @@ from rass_theory.exact._window import HALF_WIDTH as _HALF_WIDTH, half_width as _
 from rass_theory.exact.laws import grid_spacing  # noqa: F401 - the engine's one spacing, re-exported
 from rass_theory.exact.normal import log_phi, shift_difference
 from rass_theory.exact.order_stats import (
-    weight_parts,
-    log_rank_basis,
-    mixture_cdf_excess,
-    mixture_density_excess,
     mixture_log_cdf,
     mixture_log_density_ratio,
 )

@@ -23,7 +23,7 @@ from scipy.special import betainc, ndtr
 from rass_theory._validation import as_generator, check_delta, check_K, check_weights
 
 from .mixture_tv import default_window, logsumexp_rows
-from .rank_weights import RankSegment, grid_spacing, optimal_rank_weights
+from .rank_weights import RankSegment, segment_spacing, optimal_rank_weights
 from .threshold import threshold_segments
 
 __all__ = [
@@ -96,7 +96,7 @@ class _SegmentMixturePolicy:
 
         delta = check_delta(delta)
         return evaluate_tv(self._segments, self.weights, delta, window=default_window(self.K, delta),
-                           spacing=grid_spacing(self.K), hessian=False).acceptance
+                           spacing=segment_spacing(self.K), hessian=False).acceptance
 
 
 class RankPolicy(_SegmentMixturePolicy):
@@ -221,7 +221,7 @@ def _inner(K: int, delta: float, t: float, w_start=None):
     top = np.sqrt(2.0 * np.log(max(K, 2)))
     pol, name, gap = solve_weights(
         threshold_segments(K, t), delta, window=default_window(K, delta),
-        lp_range=(-top - 5.0, max(delta, top) + 5.0), spacing=grid_spacing(K),
+        lp_range=(-top - 5.0, max(delta, top) + 5.0), spacing=segment_spacing(K),
         w_start=w_start, start_name="neighbour", gap_target=1e-9,
     )
     return pol.evaluation.acceptance, pol.weights, gap, pol.evaluation.tv
@@ -532,8 +532,8 @@ def _two_level_inner(K: int, delta: float, t1: float, t2: float, seeds=None):
     top = np.sqrt(2.0 * np.log(max(K, 2)))
     window = default_window(K, delta)
     ex = exchange_lp(segs, delta, window=window, lp_range=(-top - 5.0, max(delta, top) + 5.0),
-                     tol=1e-9, max_iter=5, spacing=grid_spacing(K), n_blocks=2, seed_crossings=seeds)
-    ev = evaluate_tv(segs, ex.weights, delta, window=window, spacing=grid_spacing(K), hessian=False)
+                     tol=1e-9, max_iter=5, spacing=segment_spacing(K), n_blocks=2, seed_crossings=seeds)
+    ev = evaluate_tv(segs, ex.weights, delta, window=window, spacing=segment_spacing(K), hessian=False)
     return ev.acceptance, ex.weights, max(ev.tv - ex.lower_bound, 0.0), ev.tv, ev.crossings
 
 

@@ -110,8 +110,11 @@ class OptimalWeightsResult:
     left_in_A: bool = False
 
 
-def grid_spacing(K: int) -> float:
-    """Bracketing grid spacing for the crossings: finer for large K (crossings ~ K/2)."""
+def segment_spacing(K: int) -> float:
+    """Spacing of :func:`rass_theory.exact.segments.evaluate_tv`'s bracketing grid on the
+    segments without their own crossing search (threshold and policy segments): finer for
+    large K (crossings ~ K/2).  Not the engine's ``exact.laws.grid_spacing`` (the residual
+    sampler's scan, which also serves the RASS segment)."""
     return min(0.04, 0.5 / K)
 
 
@@ -228,12 +231,12 @@ def _kkt_continuation(K: int, delta: float, nb, source: str = "cached") -> Optim
             return None
         if d != delta:
             ev = evaluate_tv([seg], w_new, float(d), window=default_window(K, d),
-                             spacing=grid_spacing(K), hessian=False)
+                             spacing=segment_spacing(K), hessian=False)
             if ev.crossings.size != c.size or _left_in_A(ev) != left:
                 return None
             w, c = w_new, ev.crossings
     ev = evaluate_tv([seg], w_new, delta, window=default_window(K, delta),
-                     spacing=grid_spacing(K), hessian=False)
+                     spacing=segment_spacing(K), hessian=False)
     gap = min(fw_gap(ev, w_new), certified_gap(ev, w_new))
     if gap > _GAP_TARGET:
         return None
@@ -249,7 +252,7 @@ def _top_vertex(K: int, delta: float) -> OptimalWeightsResult | None:
     """The top rank alone, if its certificate is within 1e-12 of the acceptance (large delta)."""
     w = np.eye(K)[K - 1]
     ev = evaluate_tv([_segment(K)], w, delta, window=default_window(K, delta),
-                     spacing=grid_spacing(K), hessian=False)
+                     spacing=segment_spacing(K), hessian=False)
     gap = min(fw_gap(ev, w), certified_gap(ev, w))
     if gap > 1e-12 * ev.acceptance:
         return None
@@ -269,7 +272,7 @@ def _solve(K: int, delta: float, w_start=None, start_name: str = "warm",
         w_start, start_name, near = np.eye(K)[K - 1], "top-rank", True
     pol, name, gap = solve_weights(
         [_segment(K)], delta, window=default_window(K, delta), lp_range=lp_range(K, delta),
-        spacing=grid_spacing(K), w_start=w_start, start_name=start_name, gap_target=_GAP_TARGET,
+        spacing=segment_spacing(K), w_start=w_start, start_name=start_name, gap_target=_GAP_TARGET,
         seed_crossings=seed_crossings, try_newton_first=near,
     )
     ev = pol.evaluation

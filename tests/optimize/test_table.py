@@ -17,7 +17,7 @@ def empty_cache():
 
 def _gap(K, delta, w):
     ev = evaluate_tv([rw._segment(K)], w, delta, window=default_window(K, delta),
-                     spacing=rw.grid_spacing(K), hessian=False)
+                     spacing=rw.segment_spacing(K), hessian=False)
     return min(fw_gap(ev, w), certified_gap(ev, w)), ev
 
 
