@@ -11,12 +11,12 @@ all rows, ``delta`` ``(n,)``, and ``s`` / ``u`` ``(n,)``.  Nothing loops over ro
   on a per-row grid refined to machine precision, computes the interval masses in closed form
   from the CDFs, picks an interval by its mass and inverts the residual CDF inside it.
 * :func:`sample_residual`: the RASS case (``g = g_w``), drawn by the one law engine
-  :func:`rass_theory.exact.laws.sample` (the grid scan below only when a ``spacing`` or
-  ``half_width`` is given).
+  :func:`rass_theory.exact.laws.sample`.
 * :func:`sample_residual_rejection`: the cross-check sampler (propose from ``f``, accept with
   probability ``(1 - g/f)_+``).
-* :func:`residual_intervals` / :func:`residual_intervals_generic`: the crossings and interval
-  masses themselves (``TV = total``), shared with :mod:`rass_theory.exact.rass`.
+* :func:`residual_intervals`: the RASS crossings and interval masses (``TV = total``), from the
+  engine's one crossing search :func:`rass_theory.exact.laws.residual_intervals`;
+  :func:`residual_intervals_generic`: the same for the generic callables (the scan below).
 
 Accuracy and guarantees (proof ``proofs/P7-selected-law.md``)
 -------------------------------------------------------------
@@ -30,9 +30,9 @@ Accuracy and guarantees (proof ``proofs/P7-selected-law.md``)
   ``K`` iid normals).  The generic functions, which do not know ``K``, use ``L = 11.5``: the
   bound holds for laws with ``g <= 1516 phi``.  Two crossings closer than the grid spacing, inside
   one cell, can be missed; the mass of ``f - g`` between them is third order in their distance.
-  Spacing: generic ``2 L / (grid_size - 1) = 0.0575`` by default; RASS :func:`grid_spacing`
-  ``min(0.1, 0.5 / sqrt(K))``, on one grid shared by all rows (the scaled rank basis is computed once
-  and ``g_w/phi`` for all rows is one matrix product).  Pairs of crossings inside one cell are
+  Spacing: generic ``2 L / (grid_size - 1) = 0.0575`` by default; RASS (the engine,
+  :mod:`rass_theory.exact.laws`) :func:`grid_spacing` ``min(0.1, 0.5 / sqrt(K))`` on one grid
+  shared by all rows.  Pairs of crossings inside one cell are
   found when ``|h|`` has a discrete local minimum next to them whose distance to zero is within
   eight times the grid curvature (:func:`_dip_candidates`): a golden-section search of that
   cell splits it.  What can still be missed is a pair inside one cell where ``h`` has two or
