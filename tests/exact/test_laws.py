@@ -63,6 +63,41 @@ class TestRankLaw:
         np.testing.assert_allclose(b.cdf_excess(s), a.cdf_excess(s), rtol=1e-12, atol=1e-16)
 
 
+class TestResidualIntervals:
+    """The one public crossing search: crossings, signs and masses per row."""
+
+    @pytest.mark.parametrize("K", [2, 5, 16])
+    def test_crossings_masses_and_flags(self, K, rng):
+        W, d = _rows(rng, 60, K)
+        law = laws.rank_law(W)
+        bounds, positive, mass = laws.residual_intervals(law, d)
+        k = np.count_nonzero(np.isfinite(bounds), axis=1)
+        for i in range(60):
+            c = bounds[i, 1:k[i] + 1]
+            assert np.all(np.diff(c) > 0)
+            # machine-precision crossings: log f - log g vanishes there to rounding of its terms
+            h = d[i] * c - 0.5 * d[i] ** 2 - law.take(np.array([i])).log_ratio(c[None, :])[0]
+            assert np.all(np.abs(h) <= 64 * np.finfo(float).eps * (1.0 + d[i] * np.abs(c) + d[i] ** 2))
+            # alternating signs on the k + 1 intervals, none on the padding
+            flags = positive[i]
+            assert not np.any(flags[k[i] + 1:]) and np.all(flags[1:k[i] + 1] != flags[:k[i]])
+            assert np.all(mass[i][~flags] == 0) and np.all(mass[i] >= 0)
+        # the masses sum to TV: the sampler's (1e-9-accurate) crossings give the same total
+        np.testing.assert_allclose(mass.sum(1), laws.residual_mass(law, d), rtol=1e-13, atol=1e-17)
+        np.testing.assert_allclose(mass.sum(1), batch.residual_intervals(W, d).total, rtol=0, atol=0)
+
+    def test_nearly_uniform_weights_keep_relative_accuracy(self):
+        """Weights read as w/S with exact deviations: at delta = 1e-8 the TV has relative accuracy
+        1e-12 although sum(w) = 1 only to rounding (the old per-row scan's guarantee)."""
+        K, delta = 2, 1e-8
+        w = 0.5 + delta * 0.3 * np.array([-0.25, 0.25])
+        tv = laws.residual_mass(laws.rank_law(w), np.array([delta]))[0]
+        # the mpmath value at 60 digits (tv_oracle of tests/exact/test_rass_exact.py); reading the
+        # weights unnormalised gives 3.6144228007e-09 (relative error 4e-9)
+        ref = batch.residual_intervals(w, np.array([delta])).total[0]
+        assert tv == pytest.approx(3.614422814620051e-09, rel=1e-12) and tv == ref
+
+
 class TestSample:
     @pytest.mark.parametrize("K", [2, 4, 8])
     def test_same_uniforms_same_draws_as_the_per_row_sampler(self, K, rng):
