@@ -428,11 +428,12 @@ class RankSegment:
         :func:`rass_theory.exact.rass.rass_tv` and the verifiers' residual; ``TV`` is its
         excess-form mass), each polished to machine precision on this segment's own sign
         function (:meth:`sign_function` below ``delta = 1``, ``log f - log g_w`` above) inside
-        ``+-4e-9 (1 + |c|)`` of the search's ``1e-9``-accurate crossing: the certificate's
-        gradient ``b_j(A)`` moves first order with a crossing, by ``b_j(c) |dc|``.
+        ``+-4e-9 (1 + |c|)``: the certificate's gradient ``b_j(A)`` moves first order with a
+        crossing, by ``b_j(c) |dc|``, and the search's rounding of ``h`` is not this function's.
+        The masses (and ``TV``) come from the search's machine-precision crossings.
         """
         w = np.asarray(w, dtype=np.float64)
-        bounds, positive, masses = residual_intervals(rank_law(w), np.array([float(delta)]), precise=False)
+        bounds, positive, masses = residual_intervals(rank_law(w), np.array([float(delta)]))
         nc = int(np.count_nonzero(np.isfinite(bounds[0])))
         c = bounds[0, 1:1 + nc]
         if nc:
