@@ -11,12 +11,12 @@ all rows, ``delta`` ``(n,)``, and ``s`` / ``u`` ``(n,)``.  Nothing loops over ro
   on a per-row grid refined to machine precision, computes the interval masses in closed form
   from the CDFs, picks an interval by its mass and inverts the residual CDF inside it.
 * :func:`sample_residual`: the RASS case (``g = g_w``), drawn by the one law engine
-  :func:`rass_theory.exact.laws.sample`.
+  :func:`rass_theory.exact.laws.sample` (the grid scan below only when a ``spacing`` or
+  ``half_width`` is given).
 * :func:`sample_residual_rejection`: the cross-check sampler (propose from ``f``, accept with
   probability ``(1 - g/f)_+``).
-* :func:`residual_intervals`: the RASS crossings and interval masses (``TV = total``), from the
-  engine's one crossing search :func:`rass_theory.exact.laws.residual_intervals`;
-  :func:`residual_intervals_generic`: the same for the generic callables (the scan below).
+* :func:`residual_intervals` / :func:`residual_intervals_generic`: the crossings and interval
+  masses themselves (``TV = total``), shared with :mod:`rass_theory.exact.rass`.
 
 Accuracy and guarantees (proof ``proofs/P7-selected-law.md``)
 -------------------------------------------------------------
@@ -30,9 +30,9 @@ Accuracy and guarantees (proof ``proofs/P7-selected-law.md``)
   ``K`` iid normals).  The generic functions, which do not know ``K``, use ``L = 11.5``: the
   bound holds for laws with ``g <= 1516 phi``.  Two crossings closer than the grid spacing, inside
   one cell, can be missed; the mass of ``f - g`` between them is third order in their distance.
-  Spacing: generic ``2 L / (grid_size - 1) = 0.0575`` by default; RASS (the engine,
-  :mod:`rass_theory.exact.laws`) :func:`grid_spacing` ``min(0.1, 0.5 / sqrt(K))`` on one grid
-  shared by all rows.  Pairs of crossings inside one cell are
+  Spacing: generic ``2 L / (grid_size - 1) = 0.0575`` by default; RASS :func:`grid_spacing`
+  ``min(0.1, 0.5 / sqrt(K))``, on one grid shared by all rows (the scaled rank basis is computed once
+  and ``g_w/phi`` for all rows is one matrix product).  Pairs of crossings inside one cell are
   found when ``|h|`` has a discrete local minimum next to them whose distance to zero is within
   eight times the grid curvature (:func:`_dip_candidates`): a golden-section search of that
   cell splits it.  What can still be missed is a pair inside one cell where ``h`` has two or
@@ -64,6 +64,10 @@ from rass_theory.exact._window import HALF_WIDTH as _HALF_WIDTH, half_width as _
 from rass_theory.exact.laws import grid_spacing  # noqa: F401 - the engine's one spacing, re-exported
 from rass_theory.exact.normal import log_phi, shift_difference
 from rass_theory.exact.order_stats import (
+    weight_parts,
+    log_rank_basis,
+    mixture_cdf_excess,
+    mixture_density_excess,
     mixture_log_cdf,
     mixture_log_density_ratio,
 )
@@ -593,48 +597,175 @@ def sample_residual_generic(
 # ---------------------------------------------------------------------------------------------
 
 
-def _rank_law(w, spacing):
-    """The engine's RASS law for per-row or shared weights; ``spacing`` overrides its grid."""
-    from rass_theory.exact.laws import rank_law
+def _rass_callables(w):
+    """``log(g_w/phi)`` and ``G_w - Phi`` for per-row weights (``(n, K)`` or one ``(K,)``).
 
-    law = rank_law(w)
-    if spacing is not None:
-        law.spacing = float(spacing)
-    return law
+    ``log(g_w/phi)`` is ``log1p`` of the excess ``g_w/phi - 1`` (relative accuracy when ``g_w``
+    is close to ``phi``) except where ``g_w < phi/2``, where the log-space sum is used.
+    """
+
+    def log_ratio(x):
+        ex = mixture_density_excess(w, x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lr = np.log1p(np.maximum(ex, -1.0))
+        need = ex < -0.5
+        if np.any(need):
+            if w.ndim == 1:
+                lr[need] = mixture_log_density_ratio(w, x[need])
+            else:
+                r, c = np.nonzero(need)
+                xb = np.broadcast_to(x, need.shape)
+                lr[r, c] = mixture_log_density_ratio(w[r], xb[r, c][:, None])[:, 0]
+        return lr
+
+    def cdf_excess(x):
+        return mixture_cdf_excess(w, x)
+
+    return log_ratio, cdf_excess
 
 
-def residual_intervals(weights, delta, *, spacing: float | None = None) -> ResidualIntervals:
+def _rass_restrict(w):
+    """Row-restricted RASS callables: ``idx -> (log_ratio, cdf_excess)`` (``None``: all rows)."""
+
+    def restrict(idx):
+        return _rass_callables(w if (w.ndim == 1 or idx is None) else w[idx])
+
+    return restrict
+
+
+def _rass_brackets(w, delta, half_width, spacing):
+    """Sign scan of ``h = log f - log g_w`` on one grid shared by all rows.
+
+    The scaled rank basis ``B_j(s)/(phi(s) M(s))`` (``M`` its largest entry) is computed once on
+    the grid, so ``g_w/phi`` for every row is one matrix product.
+    """
+    n = delta.shape[0]
+    K = w.shape[-1]
+    w, v = weight_parts(w)
+    lo = -half_width
+    hi = max(half_width, float(delta.max()) + half_width) if n else half_width
+    d_lo = float(delta.min()) - half_width if n else lo
+    if d_lo > half_width + spacing:
+        # two windows [-L, L] and [min delta - L, max delta + L]; between them both densities
+        # are below Phi(-L) and only one bracketing cell is kept
+        s = np.concatenate([np.linspace(lo, half_width, int(np.ceil(2 * half_width / spacing)) + 1),
+                            np.linspace(d_lo, hi, int(np.ceil((hi - d_lo) / spacing)) + 1)])
+    else:
+        s = np.linspace(lo, hi, int(np.ceil((hi - lo) / spacing)) + 1)
+    m = s.shape[0]
+    col_block = max(1, (1 << 22) // K)
+    row_chunk = max(1, (1 << 22) // m)
+
+    def basis_block(sl):
+        """Scaled basis ``B_j/(phi M)`` on grid points ``sl`` and its log-scale ``log M``."""
+        bl = log_rank_basis(K, s[sl]) - log_phi(s[sl])[:, None]
+        sc = bl.max(axis=1)
+        return np.exp(bl - sc[:, None]), sc
+
+    rows_all, cols_all, h_lo, h_hi = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)], [np.zeros(0)], [np.zeros(0)]
+    dip_rows, dip_cols, dip_lo, dip_hi = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)], [np.zeros(0)], [np.zeros(0)]
+    first_positive = np.empty(n, dtype=bool)
+    shared = w.ndim == 1
+    blocks = [slice(c0, min(m, c0 + col_block)) for c0 in range(0, m, col_block)]
+
+    def log_ratio_block(bb, sc, wr, vr):
+        """``log(g/phi)``: ``log1p`` of the excess ``e^sc (bb v)`` (exact 0 for uniform weights)
+        where ``g > phi/2``, else ``log(bb w) + sc`` (evaluated on those entries only)."""
+        sc = np.broadcast_to(sc, (1, bb.shape[0]))[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            ex = np.exp(sc) * (vr @ bb.T)
+        need = ~(ex > -0.5)
+        lr = np.log1p(np.where(need, 0.0, ex))
+        n_need = np.count_nonzero(need)
+        if n_need > need.size // 16:  # many entries: one dense product is cheaper than a gather
+            with np.errstate(divide="ignore"):
+                lr = np.where(need, np.log(wr @ bb.T) + sc, lr)
+        elif n_need:
+            r, c = np.nonzero(need)
+            wrr = wr[r] if wr.shape[0] > 1 else np.broadcast_to(wr, (r.size, wr.shape[1]))
+            with np.errstate(divide="ignore"):
+                lr[r, c] = np.log(np.einsum("ik,ik->i", wrr, bb[c])) + sc[c]
+        return lr
+
+    if shared:
+        lr_shared = np.empty(m)
+        for sl in blocks:
+            bb, sc = basis_block(sl)
+            lr_shared[sl] = log_ratio_block(bb, sc, w[None, :], v[None, :])[0]
+    elif len(blocks) == 1:
+        cached = basis_block(blocks[0])
+    for start in range(0, n, row_chunk):
+        stop = min(n, start + row_chunk)
+        d = delta[start:stop, None]
+        if shared:
+            lr = lr_shared[None, :]
+        else:
+            lr = np.empty((stop - start, m))
+            for sl in blocks:
+                bb, sc = cached if len(blocks) == 1 else basis_block(sl)
+                lr[:, sl] = log_ratio_block(bb, sc[None, :], w[start:stop], v[start:stop])
+        h = d * s[None, :] - 0.5 * d * d - lr
+        pos = h > 0
+        first_positive[start:stop] = pos[:, 0]
+        r, c = np.nonzero(pos[:, 1:] != pos[:, :-1])
+        rows_all.append(r + start)
+        cols_all.append(c)
+        h_lo.append(h[r, c])
+        h_hi.append(h[r, c + 1])
+        dr, dk = _dip_candidates(h)
+        dip_rows.append(dr + start)
+        dip_cols.append(dk)
+        dip_lo.append(h[dr, dk - 1])
+        dip_hi.append(h[dr, dk + 1])
+    rows = np.concatenate(rows_all)
+    cols = np.concatenate(cols_all)
+    changes = (rows, s[cols], s[cols + 1], np.concatenate(h_lo), np.concatenate(h_hi))
+    dr = np.concatenate(dip_rows)
+    dk = np.concatenate(dip_cols)
+    dips = (dr, s[dk - 1], s[dk + 1], np.concatenate(dip_lo), np.concatenate(dip_hi))
+    return changes, dips, first_positive, np.full(n, lo), np.full(n, hi)
+
+
+def residual_intervals(weights, delta, *, half_width: float | None = None, spacing: float | None = None):
     """Crossings and ``(f - g_w)_+`` masses per row for RASS; ``.total`` is ``TV(g_w, f)``.
 
     Parameters
     ----------
     weights : array_like, shape (n, K) or (K,)
     delta : array_like, shape (n,)
+    half_width : float, optional
+        The search grid covers ``[-half_width, max(delta) + half_width]``; default
+        :func:`rass_theory.exact._window.half_width` of ``K`` (truncation error
+        ``(K + 1) Phi(-L) <= 1e-27`` for every ``K``).
     spacing : float, optional
-        Grid spacing of the crossing scan; default :func:`grid_spacing` of ``K``.
+        Grid spacing; default :func:`grid_spacing` of ``K``.
 
     Notes
     -----
-    The one crossing search of the engine, :func:`rass_theory.exact.laws.residual_intervals`,
-    on the window ``[-L(K), max(delta, sqrt(2 log K)) + L(K)]`` of
-    :mod:`rass_theory.exact._window`, with closed-form masses (proof P7).
+    As :func:`residual_intervals_generic` (same refinement and closed-form masses), with the
+    sign scan done on one grid shared by all rows (:func:`_rass_brackets`).
     """
-    from rass_theory.exact.laws import residual_intervals as law_intervals
-
     w = _check_weights_rows(weights)
     if np.ndim(delta) == 0 and w.ndim == 2:
         delta = np.full(w.shape[0], delta)
     d = _check_delta(delta)
     if w.ndim == 2 and w.shape[0] != d.shape[0]:
         raise ValueError(f"weights must have n = {d.shape[0]} rows to match delta, got {w.shape[0]}")
-    bounds, positive, masses = law_intervals(_rank_law(w, spacing), d)
-    K = w.shape[-1]
-    hi = np.maximum(d, np.sqrt(2.0 * np.log(max(K, 2)))) + _half_width(K)
-    return ResidualIntervals(bounds, positive, masses, masses.sum(axis=1),
-                             np.count_nonzero(np.isfinite(bounds), axis=1), np.full(d.shape[0], -_half_width(K)), hi)
+    return _rass_intervals(w, d, half_width, spacing)[0]
 
 
-def sample_residual(weights, delta, u, *, spacing: float | None = None):
+def _rass_intervals(w, d, half_width, spacing):
+    if half_width is None:
+        half_width = _half_width(w.shape[-1])
+    if spacing is None:
+        spacing = grid_spacing(w.shape[-1])
+    log_ratio, cdf_excess = _rass_callables(w)
+    changes, dips, first_positive, glo, ghi = _rass_brackets(w, d, half_width, spacing)
+    restrict = _rass_restrict(w)
+    return _assemble_intervals(restrict, d, changes, dips, first_positive, glo, ghi), log_ratio, cdf_excess
+
+
+def sample_residual(weights, delta, u, *, half_width: float | None = None, spacing: float | None = None):
     """Inverse-CDF draw from the RASS residual ``(f - g_w)_+ / TV(g_w, f)``, per row.
 
     Parameters
@@ -643,8 +774,6 @@ def sample_residual(weights, delta, u, *, spacing: float | None = None):
     delta : array_like, shape (n,)
     u : array_like, shape (n,)
         Uniforms in ``[0, 1]``.
-    spacing : float, optional
-        Grid spacing of the crossing scan; default :func:`grid_spacing` of ``K``.
 
     Returns
     -------
@@ -652,17 +781,20 @@ def sample_residual(weights, delta, u, *, spacing: float | None = None):
 
     Notes
     -----
-    :func:`rass_theory.exact.laws.sample` of the rank law, with ``log(g_w/phi)`` the Bernstein
-    sum ``sum_j w_j K binom(K-1, j) p^j q^(K-1-j)`` and ``G_w - Phi = sum_k (C_k - k/K)
-    binom(K, k) p^k q^(K-k)`` (proof P7), which keeps relative accuracy for nearly uniform
-    weights at small ``delta``.
+    The RASS case of :func:`sample_residual_generic`, with ``log(g_w/phi) = log1p(sum_j
+    (w_j - 1/K) K binom(K-1, j) p^j q^(K-1-j))`` and ``G_w - Phi = sum_k (C_k - k/K)
+    binom(K, k) p^k q^(K-k)`` (proof P7), which keep relative accuracy for nearly uniform
+    weights at small ``delta``, and the sign scan on a shared grid.
     """
-    from rass_theory.exact.laws import sample
-
     w, d, u = _check_batch(weights, delta, u, "u", allow_inf=False)
     if np.any((u < 0) | (u > 1)):
         raise ValueError("u must lie in [0, 1]")
-    return sample(_rank_law(w, spacing), d, u)
+    if half_width is None and spacing is None:
+        from rass_theory.exact.laws import rank_law, sample
+
+        return sample(rank_law(w), d, u)
+    ri, _, _ = _rass_intervals(w, d, half_width, spacing)
+    return _invert_residual(ri, _rass_restrict(w), d, u)
 
 
 def sample_residual_rejection(weights, delta, rng, *, max_rounds: int = 10_000) -> np.ndarray:

@@ -35,7 +35,7 @@ from typing import Protocol, Sequence
 import numpy as np
 from scipy.special import betainc, gammaln, log_ndtr, ndtr
 
-from rass_theory.exact.laws import rank_law, residual_intervals
+from rass_theory.exact import batch as _batch
 from rass_theory.exact._roots import bracketed_roots
 from rass_theory.exact._window import window as default_window
 from rass_theory.exact.normal import interval_mass as normal_mass, log_phi
@@ -422,35 +422,15 @@ class RankSegment:
         return fun, (lambda s: np.exp(log_phi(s)))
 
     def intervals(self, w, delta, window):
-        """Crossings, signs of ``f - g_w`` between them, and ``TV``, from the one crossing search.
+        """Crossings, signs of ``f - g_w`` between them, and ``TV``, from the per-row engine.
 
-        The crossings of :func:`rass_theory.exact.laws.residual_intervals` (the code behind
-        :func:`rass_theory.exact.rass.rass_tv` and the verifiers' residual; ``TV`` is its
-        excess-form mass), each polished to machine precision on this segment's own sign
-        function (:meth:`sign_function` below ``delta = 1``, ``log f - log g_w`` above) inside
-        ``+-4e-9 (1 + |c|)``: the certificate's gradient ``b_j(A)`` moves first order with a
-        crossing, by ``b_j(c) |dc|``, and the search's rounding of ``h`` is not this function's.
-        The masses (and ``TV``) come from the search's machine-precision crossings.
+        The same code as :func:`rass_theory.exact.rass.rass_tv` and the verifiers' residual
+        (:func:`rass_theory.exact.batch.residual_intervals`); ``TV`` is its excess-form mass.
         """
-        w = np.asarray(w, dtype=np.float64)
-        bounds, positive, masses = residual_intervals(rank_law(w), np.array([float(delta)]))
-        nc = int(np.count_nonzero(np.isfinite(bounds[0])))
-        c = bounds[0, 1:1 + nc]
-        if nc:
-            custom = self.sign_function(w, delta)
-            if custom is None:
-                with np.errstate(divide="ignore"):
-                    w_log = np.log(w)
-                rfun = (lambda x: _r(self, w_log, float(delta), np.asarray(x, dtype=np.float64)))
-            else:
-                rfun = custom[0]
-            eta = 4e-9 * (1.0 + np.abs(c))
-            lo, hi = c - eta, c + eta
-            ok = (rfun(lo) > 0) != (rfun(hi) > 0)
-            if np.any(ok):
-                c = c.copy()
-                c[ok] = bracketed_roots(lambda x: rfun(x), lo[ok], hi[ok])
-        return c, [bool(x) for x in positive[0, :nc + 1]], float(masses[0].sum())
+        ri = _batch._rass_intervals(np.asarray(w, dtype=np.float64), np.array([float(delta)]),
+                                    -float(window[0]), None)[0]
+        nc = int(ri.n_crossings[0])
+        return ri.bounds[0, 1:1 + nc], [bool(x) for x in ri.positive[0, :nc + 1]], float(ri.total[0])
 
     def component_masses(self, a, b):
         a = np.asarray(a, dtype=np.float64)[:, None]
