@@ -4,14 +4,13 @@ One class for NumPy arrays and torch tensors: the back end follows the inputs.""
 from __future__ import annotations
 
 from .._validation import check_delta, check_K
-from ._base import BuiltinVerifier
-from ._core import prepare
+from ._base import KernelVerifier
 from .kernels import dgrs_kernel
 
 __all__ = ["DGRSVerifier", "dgrs"]
 
 
-class DGRSVerifier(BuiltinVerifier):
+class DGRSVerifier(KernelVerifier):
     """Batched D-GRS verifier (sequence coupling in drafting order).
 
     Notes
@@ -35,9 +34,8 @@ class DGRSVerifier(BuiltinVerifier):
 
         return float(acceptance("dgrs", check_K(K), check_delta(delta)))
 
-    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        return self.run(batch, batch.uniform(batch.n, batch.K + 1))
+    def uniforms_per_row(self, K: int) -> int:
+        return K + 1
 
     def run(self, batch, u):
         """Decide a prepared batch with the uniforms ``u (n, K + 1)`` (either back end)."""

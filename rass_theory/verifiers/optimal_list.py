@@ -11,9 +11,8 @@ import numpy as np
 
 from .._validation import check_delta, check_K
 from ..optimize import list_rule as _rule
-from ._base import BuiltinVerifier
+from ._base import KernelVerifier
 from ._batch import NodeBatch
-from ._core import prepare
 from .kernels import RankPieces, rank_kernel, target_ratio
 from .rass import fresh_orthogonal_piece
 
@@ -22,7 +21,7 @@ __all__ = ["OptimalListVerifier", "optimal_list", "rule_params"]
 rule_params = _rule.rule_params
 
 
-class OptimalListVerifier(BuiltinVerifier):
+class OptimalListVerifier(KernelVerifier):
     """Batched verifier of the optimal list rule (NumPy arrays or torch tensors).
 
     Parameters
@@ -98,9 +97,6 @@ class OptimalListVerifier(BuiltinVerifier):
         pieces = RankPieces(select, ratio, residual)
         return pieces.replace(orthogonal=fresh_orthogonal_piece) if self.orthogonal == "fresh" else pieces
 
-    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        return self.run(batch, batch.uniform(batch.n, 3))
 
     def run(self, batch: NodeBatch, u, draw=None):
         """Decide a prepared batch with the uniforms ``u (n, 3)`` (column 0 unused, accept, residual).

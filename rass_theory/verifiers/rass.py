@@ -4,9 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_delta, check_K, check_weights
-from ._base import BuiltinVerifier
+from ._base import KernelVerifier
 from ._batch import NodeBatch
-from ._core import prepare
 from ._weights import (WEIGHT_NAMES, batch_weights, describe_weights, device_interpolated, optimal_single,
                        resolve_weights)
 from .kernels import RankPieces, rank_kernel, rank_pieces
@@ -42,7 +41,7 @@ def rejection_residual_piece(weights) -> callable:
     return residual
 
 
-class RASSVerifier(BuiltinVerifier):
+class RASSVerifier(KernelVerifier):
     """Batched RASS verifier (NumPy arrays or torch tensors; the back end follows the inputs).
 
     Parameters
@@ -179,9 +178,6 @@ class RASSVerifier(BuiltinVerifier):
             pieces = pieces.replace(orthogonal=fresh_orthogonal_piece)
         return pieces
 
-    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
-        return self.run(batch, batch.uniform(batch.n, 3))
 
     def run(self, batch: NodeBatch, u):
         """Decide a prepared batch with the uniforms ``u (n, 3)`` (rank, accept, residual)."""

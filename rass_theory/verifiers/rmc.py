@@ -6,14 +6,13 @@ from __future__ import annotations
 from scipy.special import ndtr
 
 from .._validation import check_delta, check_K
-from ._base import BuiltinVerifier
-from ._core import prepare
+from ._base import KernelVerifier
 from .kernels import rmc_kernel
 
 __all__ = ["RMCVerifier", "rmc"]
 
 
-class RMCVerifier(BuiltinVerifier):
+class RMCVerifier(KernelVerifier):
     """Batched RMC verifier for nodes with exactly one child (K = 1).
 
     Notes
@@ -38,9 +37,8 @@ class RMCVerifier(BuiltinVerifier):
             raise ValueError(f"K must be 1 for RMC, got {K}")
         return float(2.0 * ndtr(-delta / 2.0))
 
-    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        batch = prepare(children, mu_draft, mu_target, sigma, rng, K=1)
-        return self.run(batch, batch.uniform(batch.n, 1))
+    def uniforms_per_row(self, K: int) -> int:
+        return 1
 
     def run(self, batch, u):
         """Decide a prepared batch with the uniforms ``u (n, 1)`` (either back end)."""

@@ -18,9 +18,8 @@ import numbers
 import numpy as np
 
 from .._validation import check_delta, check_K, check_weights
-from ._base import BuiltinVerifier
+from ._base import KernelVerifier
 from ._batch import NodeBatch
-from ._core import prepare
 from ._weights import interpolate_rows
 from .kernels import RankPieces, rank_kernel, threshold_pieces
 from .policy import _optimal_threshold
@@ -44,7 +43,7 @@ def _has_table(K: int) -> bool:
     return K in tabulated_K()
 
 
-class ThresholdVerifier(BuiltinVerifier):
+class ThresholdVerifier(KernelVerifier):
     """Verifier of the threshold-rank policy on both back ends (see :func:`threshold`)."""
 
     name = "threshold"
@@ -197,9 +196,6 @@ class ThresholdVerifier(BuiltinVerifier):
             pieces = pieces.replace(orthogonal=fresh_orthogonal_piece)
         return pieces
 
-    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
-        batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
-        return self.run(batch, batch.uniform(batch.n, 3))
 
     def run(self, batch: NodeBatch, u):
         """Decide a prepared batch with the uniforms ``u (n, 3)`` (rank, accept, residual)."""
