@@ -26,6 +26,15 @@ for i, layer in enumerate(LAYERS):
     for name in (layer if isinstance(layer, tuple) else (layer,)):
         RANK[name] = i
 
+def _from_target(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module name of ``from <target> import ...`` inside ``package`` (relative levels resolved)."""
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _unit(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "rass_theory" or len(parts) < 2:
@@ -50,11 +59,7 @@ def _edges():
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
+                target = _from_target(node, package)
                 if target == "rass_theory":
                     targets = [f"rass_theory.{a.name}" for a in node.names]
                 else:
@@ -141,11 +146,7 @@ def _module_graph():
             if isinstance(node, ast.Import):
                 out |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
+                target = _from_target(node, package)
                 for a in node.names:       # ``from pkg import submodule`` is an edge to the submodule
                     out.add(f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target)
         graph[name] = {t for t in out if t in modules and t != name}
