@@ -83,7 +83,7 @@ def main():
     # before: one optimisation per distinct delta (a fresh verifier: its solves are cached per delta)
     import importlib
 
-    importlib.import_module("rass_theory.verifiers.policy")._optimal_threshold.cache_clear()
+    importlib.import_module("rass_theory.verifiers.threshold")._optimal_threshold.cache_clear()
     children, mu_d, mu_t, sigma, t_draw_b = batch(n_before, K, d, rng)
     t_before, _ = timed(lambda: V.threshold(parameters="optimal")(children, mu_d, mu_t, sigma, rng))
     per_delta = t_before / n_before

@@ -4,7 +4,6 @@ The threshold-rank policy has its own verifier on both back ends (:mod:`.thresho
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
@@ -33,13 +32,6 @@ def _per_row(fn, delta):
         return np.asarray(out, dtype=np.float64).reshape(s.shape)
 
     return wrapped
-
-
-@functools.lru_cache(maxsize=256)
-def _optimal_threshold(K: int, delta: float):
-    from ..optimize.policies import optimal_threshold_policy
-
-    return optimal_threshold_policy(K, delta).policy
 
 
 class PolicyVerifier(BuiltinVerifier):

@@ -22,13 +22,20 @@ from ._base import KernelVerifier
 from ._batch import NodeBatch
 from ._weights import interpolate_rows
 from .kernels import RankPieces, rank_kernel, threshold_pieces
-from .policy import _optimal_threshold
 from .rass import fresh_orthogonal_piece
 
 __all__ = ["ThresholdVerifier", "THRESHOLD_PARAMETERS", "threshold"]
 
 #: How the threshold verifier without a fixed ``(t, w')`` picks its parameters.
 THRESHOLD_PARAMETERS = ("interpolated", "optimal")
+
+@functools.lru_cache(maxsize=256)
+def _optimal_threshold(K: int, delta: float):
+    """The optimised threshold policy at one ``(K, delta)`` (memoised)."""
+    from ..optimize.policies import optimal_threshold_policy
+
+    return optimal_threshold_policy(K, delta).policy
+
 
 @functools.lru_cache(maxsize=64)
 def _interpolated_threshold(K: int):
