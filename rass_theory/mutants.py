@@ -40,7 +40,7 @@ from dataclasses import replace
 import numpy as np
 
 from ._validation import check_K
-from .backend import get_backend
+from .backend import NAMES, get_backend
 from .verifiers._base import BuiltinVerifier
 from .verifiers._core import finish, prepare
 from .verifiers._result import VerifierResult
@@ -50,23 +50,20 @@ from .verifiers.kernels import (accept, dgrs_kernel, draw_rank, log_target_ratio
 from .verifiers.kernels import dgrs_final as _dgrs_final, rank_residual as _rank_residual
 from .verifiers.kernels import single_draft_residual as _single_draft_residual
 
-__all__ = ["MUTANTS", "MUTANT_CATCHES", "MUTANT_BACKENDS", "BACKENDS", "all_mutants", "MutantVerifier",
+__all__ = ["MUTANTS", "MUTANT_CATCHES", "MUTANT_BACKENDS", "all_mutants", "MutantVerifier",
            "round_bfloat16"]
 
 #: name -> factory(K) returning the mutant verifier.
 MUTANTS: dict = {}
 #: name -> the statistic(s) expected to expose it.
 MUTANT_CATCHES: dict = {}
-#: The array back ends a verifier runs on (the one meaning of ``BACKENDS`` in the code base:
-#: a tuple of back-end names, as in :mod:`rass_theory.diffusion`).
-BACKENDS = ("numpy", "torch")
-#: name -> the back ends the mutant runs on (:data:`BACKENDS` when it is built from the shared
-#: kernels of :mod:`rass_theory.verifiers.kernels` with one piece swapped).
+#: name -> the back ends the mutant runs on (:data:`rass_theory.backend.NAMES` when it is built
+#: from the shared kernels of :mod:`rass_theory.verifiers.kernels` with one piece swapped).
 MUTANT_BACKENDS: dict = {}
 _MIN_K: dict = {}
 
 
-def _register(name: str, catches: str, min_K: int = 1, backends: tuple = BACKENDS):
+def _register(name: str, catches: str, min_K: int = 1, backends: tuple = NAMES):
     def decorator(factory):
         MUTANTS[name] = factory
         MUTANT_CATCHES[name] = catches
@@ -98,8 +95,8 @@ def all_mutants(K: int = 4, backend: str = "numpy") -> dict:
         ``name -> verifier`` in catalogue order.
     """
     K = check_K(K)
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend not in NAMES:
+        raise ValueError(f"backend must be one of {NAMES}, got {backend!r}")
     return {name: factory(K) for name, factory in MUTANTS.items()
             if K >= _MIN_K[name] and backend in MUTANT_BACKENDS[name]}
 

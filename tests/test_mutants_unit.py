@@ -48,6 +48,16 @@ class TestCatalogue:
         small = all_mutants(1)
         assert "dgrs_sorted_order" not in small and "ratio_against_draft" in small
 
+    def test_back_ends_are_the_one_list_of_names(self):
+        """Back-end names come from ``rass_theory.backend.NAMES`` (no second list in mutants.py)."""
+        from rass_theory.backend import NAMES
+
+        assert NAMES == ("numpy", "torch") and not hasattr(mutants, "BACKENDS")
+        assert all(set(b) <= set(NAMES) for b in mutants.MUTANT_BACKENDS.values())
+        assert set(all_mutants(4, "torch")) == {n for n, b in mutants.MUTANT_BACKENDS.items() if "torch" in b}
+        with pytest.raises(ValueError, match=r"backend must be one of \('numpy', 'torch'\)"):
+            all_mutants(4, "jax")
+
     @pytest.mark.parametrize("name", sorted(MUTANTS))
     def test_runs_and_keeps_contract_shapes(self, name, rng):
         children, mu_d, mu_t, _ = node(3000, rng)

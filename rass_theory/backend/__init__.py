@@ -30,7 +30,11 @@ import sys
 
 from ._numpy import NUMPY, NumpyBackend
 
-__all__ = ["get_backend", "NumpyBackend", "NUMPY"]
+__all__ = ["get_backend", "NumpyBackend", "NUMPY", "NAMES"]
+
+#: The array back ends, by name: the one list that verifiers, mutants, the samplers and the Dask
+#: runner's ``inner`` check names against.
+NAMES = ("numpy", "torch")
 
 _TORCH = None
 

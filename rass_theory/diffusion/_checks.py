@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_target", "check_backend", "check_bool", "unfinished_rows", "SAMPLER_BACKENDS", "PREFETCH_MODES"]
+from ..backend import NAMES as _BACKEND_NAMES
 
-#: sampler back ends (the array type the chain runs in)
-SAMPLER_BACKENDS = ("numpy", "torch")
+__all__ = ["check_target", "check_backend", "check_bool", "unfinished_rows", "PREFETCH_MODES"]
+
 #: how the next round's frozen draft velocity is chosen (P9 section 3)
 PREFETCH_MODES = ("nearest", "parent", "none")
 
@@ -24,9 +24,9 @@ def check_target(target):
 
 
 def check_backend(backend) -> str:
-    """Validate a sampler backend name (``"numpy"`` or ``"torch"``)."""
-    if not isinstance(backend, str) or backend not in SAMPLER_BACKENDS:
-        raise ValueError(f"backend must be one of {list(SAMPLER_BACKENDS)}, got {backend!r}")
+    """Validate a sampler backend name: one of :data:`rass_theory.backend.NAMES` (the array type the chain runs in)."""
+    if not isinstance(backend, str) or backend not in _BACKEND_NAMES:
+        raise ValueError(f"backend must be one of {list(_BACKEND_NAMES)}, got {backend!r}")
     return backend
 
 

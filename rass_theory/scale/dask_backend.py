@@ -13,10 +13,9 @@ from __future__ import annotations
 import logging
 import uuid
 
-__all__ = ["run_chunks_dask", "run_one_chunk", "dask_chunk_stream", "INNER_BACKENDS"]
+from ..backend import NAMES
 
-#: Chunk runners a worker can use.
-INNER_BACKENDS = ("numpy", "torch")
+__all__ = ["run_chunks_dask", "run_one_chunk", "dask_chunk_stream"]
 
 
 def run_one_chunk(verifier, node, spec, inner: str = "numpy", device=None):
@@ -99,8 +98,8 @@ def run_chunks_dask(verifier, node, specs, *, address=None, n_workers: int = 2, 
     """
     from .._validation import check_positive_int
 
-    if inner not in INNER_BACKENDS:
-        raise ValueError(f"inner must be one of {INNER_BACKENDS}, got {inner!r}")
+    if inner not in NAMES:          # the chunk runners a worker can use: one per array back end
+        raise ValueError(f"inner must be one of {NAMES}, got {inner!r}")
     n_workers = check_positive_int(n_workers, "n_workers")
     if not callable(verifier):
         raise TypeError(f"verifier must be callable, got {type(verifier).__name__}")
