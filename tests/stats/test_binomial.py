@@ -1,0 +1,33 @@
+"""``binomial_pvalue`` is ``scipy.stats.binomtest(k, n, p).pvalue``, float for float."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from rass_theory.stats.binomial import binomial_pvalue
+
+
+def _cases():
+    g = np.random.default_rng(20261202)
+    out = [(0, 1, 0.5), (1, 1, 0.5), (0, 10, 1e-9), (10, 10, 1 - 1e-9), (5, 10, 0.5), (0, 400_000, 3e-5),
+           (12, 400_000, 3e-5), (40, 400_000, 3e-5), (3, 7, 0.0), (7, 7, 1.0)]
+    for i in range(400):
+        n = int(g.integers(1, 10 ** int(g.integers(1, 7))))
+        p = float(10 ** g.uniform(-7, -1e-4)) if i % 2 else float(g.uniform(1e-3, 0.999))
+        sd = np.sqrt(n * p * (1 - p))
+        k = int(np.clip(np.rint(g.normal(n * p, 3 * sd + 1)), 0, n)) if i % 3 else int(g.integers(0, n + 1))
+        out.append((k, n, p))
+    return out
+
+
+def test_equals_scipy_binomtest_bit_for_bit():
+    for k, n, p in _cases():
+        assert binomial_pvalue(k, n, p) == float(stats.binomtest(k, n, p).pvalue), (k, n, p)
+
+
+def test_bad_input_raises_like_scipy():
+    with pytest.raises(ValueError):
+        binomial_pvalue(5, 3, 0.5)
+    with pytest.raises(ValueError):
+        binomial_pvalue(1, 3, 1.5)
