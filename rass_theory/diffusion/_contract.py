@@ -74,7 +74,7 @@ def verifier_name(spec) -> str:
     return type(spec).__name__
 
 
-def check_result(result, children: np.ndarray):
+def check_result(result, children, *, values: bool = True):
     """Validate one verifier result; return ``(states, accepted, child_index)``.
 
     The contract is checked by the one checker,
@@ -82,12 +82,19 @@ def check_result(result, children: np.ndarray):
     a ``TypeError``; any other broken clause a ``ValueError`` whose message starts with
     ``verifier broke the contract`` and names every clause broken
     (:class:`~rass_theory.verifiers.ContractViolation`).
+
+    With ``values=False`` (the torch sampler, every round) only the whole-array clauses are
+    checked, from metadata (no host synchronisation), and the fields come back as given, the
+    index as int64.  NumPy results come back as float64 states and int64 indices.
     """
-    found = contract_check(result, children)
+    found = contract_check(result, children, values=values)
     if any(i.kind == "missing_field" for i in found.issues):
         raise TypeError("verifier must return an object with .states, .accepted and .child_index "
                         f"(got {type(result).__name__})")
     if found.issues:
         raise ContractViolation(found.issues)
+    if not values:
+        index = found.child_index
+        return found.states, found.accepted, index.long() if hasattr(index, "long") else index
     return (found.states.astype(np.float64, copy=False), found.accepted,
             found.child_index.astype(np.int64, copy=False))

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .._validation import as_generator, check_positive_int
-from ._contract import THRESHOLD_GRID, verifier_name
+from ._contract import THRESHOLD_GRID, check_result, verifier_name
 from .kernel import plain_kernel
 from ._checks import PREFETCH_MODES, check_bool, unfinished_rows
 from .results import NodeRecord, RoundRecord, SpeculativeResult, speedup_estimate
@@ -164,23 +164,17 @@ def resolve_torch_verifier(spec, K: int):
     raise TypeError(f"verifier must be a rule name or a callable torch verifier, got {type(spec).__name__}")
 
 
-def _check_verifier_output(res, n, d, K, like: torch.Tensor, name: str):
-    """Metadata-only contract check (no host synchronisation)."""
-    try:
-        states, accepted, index = res.states, res.accepted, res.child_index
-    except AttributeError as exc:
-        raise TypeError(f"verifier {name!r} must return an object with .states, .accepted and .child_index "
-                        f"(got {type(res).__name__})") from exc
-    for label, t, shape, dtype in (("states", states, (n, d), like.dtype), ("accepted", accepted, (n,), torch.bool),
-                                   ("child_index", index, (n,), None)):
-        if not isinstance(t, torch.Tensor) or tuple(t.shape) != shape or t.device != like.device:
-            raise ValueError(f"verifier {name!r} broke the contract: {label} must be a tensor of shape {shape} "
-                             f"on {like.device}")
-        if dtype is not None and t.dtype != dtype:
-            raise ValueError(f"verifier {name!r} broke the contract: {label} must have dtype {dtype}, got {t.dtype}")
-    if index.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"verifier {name!r} broke the contract: child_index must be an integer tensor")
-    return states, accepted, index.long()
+def _check_verifier_output(res, children: torch.Tensor, like: torch.Tensor, name: str):
+    """The contract's whole-array clauses (:func:`._contract.check_result`, metadata only: no host
+    synchronisation), then the sampler's own: tensors on the chain's device, states in its dtype."""
+    states, accepted, index = check_result(res, children, values=False)
+    for label, t in (("states", states), ("accepted", accepted), ("child_index", index)):
+        if not isinstance(t, torch.Tensor) or t.device != like.device:
+            raise ValueError(f"verifier {name!r} broke the contract: {label} must be a tensor on {like.device}")
+    if states.dtype != like.dtype:
+        raise ValueError(f"verifier {name!r} broke the contract: states must have dtype {like.dtype}, "
+                         f"got {states.dtype}")
+    return states, accepted, index
 
 
 def _velocity(target, x, s):
@@ -554,7 +548,7 @@ class _TreeWalk:
             child_ids = pos[:, None] * Kj + torch.arange(Kj, device=dev)[None, :]
             children = levels[j + 1][ar[:, None], child_ids]
             res = self.verifiers[Kj](children, mu_d, mu_t, sig, self.gen)
-            states, accepted, cidx = _check_verifier_output(res, m, d, Kj, y, self.name)
+            states, accepted, cidx = _check_verifier_output(res, children, y, self.name)
             sig_rows = torch.as_tensor(sig, dtype=mu_d.dtype, device=mu_d.device).expand(mu_d.shape[0])
             records.append((torch.linalg.vector_norm(mu_t - mu_d, dim=1) / sig_rows, accepted, alive,
                             sig_rows, torch.linalg.vector_norm(mu_d, dim=1) / sig_rows))

@@ -7,9 +7,9 @@ with ``child_index == -1`` exactly where ``accepted`` is false and, where accept
 so that user code not built on :class:`VerifierResult` is checked the same way, and back-end
 neutral: NumPy arrays and torch tensors (any device; bfloat16 widened to float32, exactly) are
 checked by the same code.  This is the one contract checker: the exactness harness
-(:class:`rass_theory.stats.call_check.CallChecker`) and the NumPy diffusion samplers
-(:func:`rass_theory.diffusion._contract.check_result`) call :func:`contract_check` and add only
-their own clauses.
+(:class:`rass_theory.stats.call_check.CallChecker`) and the diffusion samplers of both back ends
+(:func:`rass_theory.diffusion._contract.check_result`; the torch sampler with ``values=False``,
+metadata only) call :func:`contract_check` and add only their own clauses.
 """
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ class ContractCheck:
 def as_host_array(value):
     """``value`` as a host NumPy array; a torch tensor is detached and copied to the host
     (bfloat16 widened to float32, exactly).  Duck-typed: torch is never imported here."""
-    if hasattr(value, "detach") and hasattr(value, "cpu") and hasattr(value, "dtype"):
+    if _is_tensor(value):
         t = value.detach()
         if str(t.dtype) == "torch.bfloat16":
             t = t.float()
@@ -147,18 +147,41 @@ def check_contract(result, children, *, strict: bool = False) -> list:
     return _finish(contract_check(result, children).issues, strict)
 
 
-def contract_check(result, children) -> ContractCheck:
+def _dtype_kind(arr) -> str:
+    """NumPy's ``dtype.kind`` of an array or a tensor, read from metadata only (torch never imported)."""
+    dt = arr.dtype
+    if isinstance(dt, np.dtype):
+        return dt.kind
+    if str(dt) == "torch.bool":
+        return "b"
+    if getattr(dt, "is_complex", False):
+        return "c"
+    if getattr(dt, "is_floating_point", False):
+        return "f"
+    return "i" if getattr(dt, "is_signed", False) else "u"
+
+
+def _is_tensor(value) -> bool:
+    return hasattr(value, "detach") and hasattr(value, "cpu") and hasattr(value, "dtype")
+
+
+def contract_check(result, children, *, values: bool = True) -> ContractCheck:
     """Check a verifier's output against the batched contract; return the issues, the host arrays
     and the per-row validity (see :func:`check_contract` for the clauses, in order).
 
     ``valid[i]`` holds when row ``i`` is finite, ``-1 <= child_index[i] < K``,
     ``accepted[i] <=> child_index[i] != -1`` and, where accepted, ``states[i]`` equals
     ``children[i, child_index[i]]`` bit for bit.
+
+    With ``values=False`` only the whole-array clauses (fields, shapes, dtypes) are checked, from
+    the arrays' metadata: tensors are not copied to the host (no device synchronisation), the
+    fields are returned as given and ``valid`` is ``None``.  The torch diffusion sampler checks
+    every round this way.
     """
-    children = as_host_array(children)
-    if children.ndim != 3:
-        raise ValueError(f"children must have shape (n, K, d), got {children.shape}")
-    n, K, d = children.shape
+    shape = tuple(children.shape) if _is_tensor(children) else np.shape(children)
+    if len(shape) != 3:
+        raise ValueError(f"children must have shape (n, K, d), got {shape}")
+    n, K, d = shape
     issues: list[ContractIssue] = []
 
     fields = {}
@@ -167,26 +190,28 @@ def contract_check(result, children) -> ContractCheck:
             issues.append(ContractIssue("missing_field",
                                         f"result of type {type(result).__name__} has no attribute {name!r}", n))
             continue
+        value = getattr(result, name)
         try:
-            fields[name] = as_host_array(getattr(result, name))
+            fields[name] = value if _is_tensor(value) and not values else as_host_array(value)
         except Exception as exc:  # noqa: BLE001 - any failure to convert is the user's bug to report
             issues.append(ContractIssue("not_an_array", f"result.{name} cannot be converted to an array: {exc}", n))
     if issues:
         return ContractCheck(issues, *(fields.get(k) for k in ("states", "accepted", "child_index")))
 
     states, accepted, index = fields["states"], fields["accepted"], fields["child_index"]
-    for name, arr, shape in (("states", states, (n, d)), ("accepted", accepted, (n,)), ("child_index", index, (n,))):
-        if arr.shape != shape:
-            issues.append(ContractIssue("shape", f"result.{name} must have shape {shape}, got {arr.shape}", n))
-    if states.dtype.kind != "f":
+    for name, arr, want in (("states", states, (n, d)), ("accepted", accepted, (n,)), ("child_index", index, (n,))):
+        if tuple(arr.shape) != want:
+            issues.append(ContractIssue("shape", f"result.{name} must have shape {want}, got {tuple(arr.shape)}", n))
+    if _dtype_kind(states) != "f":
         issues.append(ContractIssue("dtype", f"result.states must have a real floating dtype, got {states.dtype}", n))
-    if accepted.dtype != np.bool_:
+    if _dtype_kind(accepted) != "b":
         issues.append(ContractIssue("dtype", f"result.accepted must have dtype bool, got {accepted.dtype}", n))
-    if index.dtype.kind not in "iu":
+    if _dtype_kind(index) not in "iu":
         issues.append(ContractIssue("dtype", f"result.child_index must have an integer dtype, got {index.dtype}", n))
-    if issues:
+    if issues or not values:
         return ContractCheck(issues, states, accepted, index)
 
+    children = as_host_array(children)
     finite = np.isfinite(states).all(axis=1)
     if not finite.all():
         issues.append(_rows_issue("non_finite", ~finite, "result.states must be finite (it holds NaN or infinity)"))

@@ -96,6 +96,23 @@ class TestValidation:
         with pytest.raises(ValueError, match="states"):
             speculative_sample_torch(gm8, bad, K=2, L=2, n_samples=4, rng=0)
 
+    @pytest.mark.parametrize("make,error,match", [
+        (lambda c, n: object(), TypeError, "must return an object with .states"),
+        (lambda c, n: TorchVerifierResult(c[:, 0], torch.ones(n), torch.zeros(n).long()), ValueError,
+         r"verifier broke the contract: \[dtype\] result.accepted must have dtype bool"),
+        (lambda c, n: TorchVerifierResult(c[:, 0].to(torch.float32 if c.dtype == torch.float64 else torch.float64),
+                                          torch.ones(n, dtype=torch.bool), torch.zeros(n).long()),
+         ValueError, r"states must have dtype torch.float(32|64), got"),
+        (lambda c, n: TorchVerifierResult(c[:, 0].numpy(), torch.ones(n, dtype=torch.bool), torch.zeros(n).long()),
+         ValueError, "states must be a tensor"),
+    ])
+    def test_verifier_output_goes_through_the_one_checker(self, gm8, make, error, match):
+        """The shared checker's whole-array clauses and messages, then the sampler's own (device, dtype)."""
+        def bad(children, mu_draft, mu_target, sigma, rng):
+            return make(children, children.shape[0])
+        with pytest.raises(error, match=match):
+            speculative_sample_torch(gm8, bad, K=2, L=2, n_samples=4, rng=0)
+
 
 class TestBookkeeping:
     @pytest.mark.parametrize("prefetch", ["nearest", "parent", "none"])

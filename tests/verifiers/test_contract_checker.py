@@ -100,3 +100,34 @@ class TestCheckContract:
         _, res = batch
         with pytest.raises(ValueError, match="children"):
             check_contract(res, np.zeros((6, 4)))
+
+
+class TestMetadataOnly:
+    """``contract_check(..., values=False)``: the whole-array clauses from metadata, no host copy."""
+
+    def test_meta_tensors_are_checked_without_reading_them(self):
+        torch = pytest.importorskip("torch")
+        from rass_theory.verifiers._contract import contract_check
+
+        children = torch.empty((6, 3, 4), device="meta")
+        good = SimpleNamespace(states=torch.empty((6, 4), device="meta"),
+                               accepted=torch.empty(6, dtype=torch.bool, device="meta"),
+                               child_index=torch.empty(6, dtype=torch.int64, device="meta"))
+        found = contract_check(good, children, values=False)
+        assert found.issues == [] and found.valid is None and found.states is good.states
+        # reading values needs the data, which a meta tensor has not: the full check cannot copy it
+        assert {i.kind for i in contract_check(good, children).issues} == {"not_an_array"}
+
+    def test_same_clauses_and_messages_as_numpy(self, batch):
+        torch = pytest.importorskip("torch")
+        from rass_theory.verifiers._contract import contract_check
+
+        children, res = batch
+        bad_np = VerifierResult(res.states[:, :2], res.accepted.astype(np.int8), res.child_index.astype(float))
+        bad_t = SimpleNamespace(states=torch.as_tensor(bad_np.states), accepted=torch.as_tensor(bad_np.accepted),
+                                child_index=torch.as_tensor(bad_np.child_index))
+        want = [(i.kind, i.message.replace("float64", "F").replace("int8", "I"))
+                for i in contract_check(bad_np, children).issues]
+        got = [(i.kind, i.message.replace("torch.float64", "F").replace("torch.int8", "I"))
+               for i in contract_check(bad_t, torch.as_tensor(children), values=False).issues]
+        assert got == want and [k for k, _ in got] == ["shape", "dtype", "dtype"]
