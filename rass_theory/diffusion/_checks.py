@@ -9,7 +9,8 @@ import numpy as np
 
 from ..backend import NAMES as _BACKEND_NAMES
 
-__all__ = ["check_target", "check_backend", "check_bool", "unfinished_rows", "PREFETCH_MODES"]
+__all__ = ["check_target", "check_backend", "check_bool", "check_prefetch", "unfinished_rows",
+           "PREFETCH_MODES"]
 
 #: how the next round's frozen draft velocity is chosen (P9 section 3)
 PREFETCH_MODES = ("nearest", "parent", "none")
@@ -35,6 +36,13 @@ def check_bool(value, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {value!r}")
     return bool(value)
+
+
+def check_prefetch(prefetch) -> str:
+    """Validate the ``prefetch`` mode of the next round's frozen draft velocity (:data:`PREFETCH_MODES`)."""
+    if not isinstance(prefetch, str) or prefetch not in PREFETCH_MODES:
+        raise ValueError(f"prefetch must be one of {list(PREFETCH_MODES)}, got {prefetch!r}")
+    return prefetch
 
 
 def unfinished_rows(step, stop):

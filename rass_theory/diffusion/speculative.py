@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .._validation import as_generator, check_positive_int
-from ._checks import PREFETCH_MODES, check_backend, check_bool, check_target, unfinished_rows
+from ._checks import PREFETCH_MODES, check_backend, check_bool, check_prefetch, check_target, unfinished_rows
 from ._contract import resolve_verifier, verifier_name
 from ._walk import RoundWalker
 from .kernel import plain_kernel
@@ -137,10 +137,8 @@ def speculative_sample(target, verifier, K=4, L=3, n_samples: int = 1000, n_step
     rng = as_generator(rng)
     if expansion not in _EXPANSIONS:
         raise ValueError(f"expansion must be one of {list(_EXPANSIONS)}, got {expansion!r}")
-    if not isinstance(prefetch, str) or prefetch not in PREFETCH_MODES:
-        raise ValueError(f"prefetch must be one of {list(PREFETCH_MODES)}, got {prefetch!r}")
-    if not isinstance(evaluate_leaves, (bool, np.bool_)):
-        raise TypeError(f"evaluate_leaves must be a bool, got {evaluate_leaves!r}")
+    prefetch = check_prefetch(prefetch)
+    evaluate_leaves = check_bool(evaluate_leaves, "evaluate_leaves")
     max_floats_in_memory = check_positive_int(max_floats_in_memory, "max_floats_in_memory")
     draft_model = _check_draft(draft, target)
     if evaluate_leaves and draft_model is not None:

@@ -18,7 +18,7 @@ import torch
 from .._validation import as_generator, check_positive_int
 from ._contract import THRESHOLD_GRID, check_result, verifier_name
 from .kernel import plain_kernel
-from ._checks import PREFETCH_MODES, check_bool, unfinished_rows
+from ._checks import check_bool, check_prefetch, unfinished_rows
 from .results import NodeRecord, RoundRecord, SpeculativeResult, speedup_estimate
 from .torch_target import as_torch_target
 from .trajectories import PlainSampleResult
@@ -375,10 +375,8 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
     kernel = plain_kernel(target, n_steps, churn, kind=kind, protocol=protocol)
     schedule = kernel.schedule
     return_trajectories = check_bool(return_trajectories, "return_trajectories")
-    if not isinstance(prefetch, str) or prefetch not in PREFETCH_MODES:
-        raise ValueError(f"prefetch must be one of {list(PREFETCH_MODES)}, got {prefetch!r}")
-    if not isinstance(evaluate_leaves, (bool, np.bool_)):
-        raise TypeError(f"evaluate_leaves must be a bool, got {evaluate_leaves!r}")
+    prefetch = check_prefetch(prefetch)
+    evaluate_leaves = check_bool(evaluate_leaves, "evaluate_leaves")
     if max_batch is not None:
         max_batch = check_positive_int(max_batch, "max_batch")
     dev, dt = _device_dtype(target, device, dtype)

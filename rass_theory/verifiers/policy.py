@@ -56,6 +56,12 @@ class PolicyVerifier(BuiltinVerifier):
 
     Random numbers: ``rng.random((n, 2))`` (accept, residual), then whatever the policy's
     ``select`` draws from the same generator (fresh orthogonal parts last).
+
+    NumPy only: a :class:`~rass_theory.optimize.policies.SelectionPolicy` is user code on NumPy
+    arrays with a NumPy generator (``select``, ``selected_logpdf``, ``selected_cdf``), so running
+    it on tensors would copy every batch to the host and synchronise an accelerator.  Torch
+    tensors raise a ``TypeError`` naming the rule to use there:
+    :func:`rass_theory.verifiers.threshold` (the threshold-rank policy through the shared kernel).
     """
 
     name = "policy"
@@ -192,7 +198,9 @@ def policy(p, orthogonal: str = "selected") -> PolicyVerifier:
     Notes
     -----
     Accept the policy's pick w.p. ``min(1, f/g)`` where ``g`` is the policy's selected law,
-    otherwise draw from ``(f - g)_+ / TV``.  See :class:`PolicyVerifier`.
+    otherwise draw from ``(f - g)_+ / TV`` (proof ``proofs/P8-value-aware-policies.md``).  NumPy
+    arrays only (torch tensors: ``TypeError``; use :func:`rass_theory.verifiers.threshold`).
+    See :class:`PolicyVerifier`.
     """
     return PolicyVerifier(p, orthogonal)
 
