@@ -23,7 +23,7 @@ from scipy.special import betainc, ndtr
 from rass_theory._validation import as_generator, check_delta, check_K, check_weights
 
 from .mixture_tv import default_window, logsumexp_rows
-from .rank_weights import RankSegment, segment_spacing, optimal_rank_weights
+from .rank_weights import segment_spacing, optimal_rank_weights
 from .threshold import threshold_segments
 
 __all__ = [
@@ -99,43 +99,6 @@ class _SegmentMixturePolicy:
                            spacing=segment_spacing(self.K), hessian=False).acceptance
 
 
-class RankPolicy(_SegmentMixturePolicy):
-    """RASS: sort the children by ``s`` and select rank ``j ~ weights`` (ascending ranks).
-
-    Notes
-    -----
-    ``g(s) = sum_j w_j K C(K-1, j) phi(s) Phi(s)^j (1 - Phi(s))^(K-1-j)``,
-    ``G(s) = sum_j w_j I_{Phi(s)}(j + 1, K - j)`` (proofs/P8-value-aware-policies.md, P8.1).
-    """
-
-    def __init__(self, weights):
-        self.weights = check_weights(weights)
-        self.K = self.weights.size
-        self._seg = RankSegment(self.K)
-        self._segments = [self._seg]
-
-    def select(self, delta, s, rng):
-        s = _check_children(s, self.K)
-        rng = as_generator(rng)
-        order = np.argsort(s, axis=1, kind="stable")
-        j = _draw_rank(self.weights, s.shape[0], rng)
-        return order[np.arange(s.shape[0]), j]
-
-    def selected_logpdf(self, delta, s):
-        d, s2, flat = _rows(delta, s)
-        with np.errstate(divide="ignore"):
-            lw = np.log(self.weights)
-        out = logsumexp_rows(self._seg.log_components(s2.ravel()) + lw).reshape(s2.shape)
-        return out[:, 0] if flat else out
-
-    def selected_cdf(self, delta, s):
-        d, s2, flat = _rows(delta, s)
-        j, K = np.arange(K := self.K), self.K
-        F = betainc(j + 1, K - j, ndtr(s2.ravel())[:, None]) @ self.weights
-        out = np.clip(F.reshape(s2.shape), 0.0, 1.0)
-        return out[:, 0] if flat else out
-
-
 class ThresholdRankPolicy(_SegmentMixturePolicy):
     """Select the top child if its ``s >= t``; otherwise select rank ``j ~ weights``.
 
@@ -207,6 +170,22 @@ class ThresholdRankPolicy(_SegmentMixturePolicy):
             F[lo] = Pt ** K * (betainc(j + 1, K - j, xr[:, None]) @ self.weights)
         out = np.clip(F.reshape(s2.shape), 0.0, 1.0)
         return out[:, 0] if flat else out
+
+
+class RankPolicy(ThresholdRankPolicy):
+    """RASS: sort the children by ``s`` and select rank ``j ~ weights`` (ascending ranks).
+
+    The threshold-rank policy with ``t = inf`` (the top child is never taken for its value).
+
+    Notes
+    -----
+    ``g(s) = sum_j w_j K C(K-1, j) phi(s) Phi(s)^j (1 - Phi(s))^(K-1-j)``,
+    ``G(s) = sum_j w_j I_{Phi(s)}(j + 1, K - j)`` (proofs/P8-value-aware-policies.md, P8.1).
+    """
+
+    def __init__(self, weights):
+        weights = check_weights(weights)
+        super().__init__(weights.size, np.inf, weights)
 
 
 # ----------------------------------------------------------------------------------------

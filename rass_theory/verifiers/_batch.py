@@ -65,11 +65,6 @@ class NodeBatch(BatchShape):
         return self.nx.where(self.degenerate, 1.0, self.delta)
 
     @property
-    def generator(self):
-        """The batch's random generator (alias of ``rng``)."""
-        return self.rng
-
-    @property
     def device(self):
         """Device of the inputs (torch); ``"cpu"`` for NumPy."""
         return getattr(self.children, "device", "cpu")

@@ -25,7 +25,7 @@ from ..backend import NUMPY, get_backend
 from ..frame import Rank1Frame, validate_node_inputs
 from ._batch import BatchShape, NodeBatch, finish, project_children
 
-__all__ = ["BatchShape", "NodeBatch", "prepare", "finish", "draw_uniforms", "project_children"]
+__all__ = ["BatchShape", "NodeBatch", "prepare", "finish", "project_children"]
 
 
 def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None,
@@ -64,10 +64,3 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None,
         s = np.empty((children.shape[0], 0))
     return NodeBatch(NUMPY, children, frame.mu_draft, frame.sigma, frame.direction, frame.delta,
                      frame.degenerate, s, gen)
-
-
-def draw_uniforms(batch: NodeBatch, m: int):
-    """Draw the batch's uniforms up front in a fixed ``(n, m)`` layout (:meth:`NodeBatch.uniform`)."""
-    return batch.uniform(batch.n, m)
-
-

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._validation import check_delta, check_K
 from ._base import BuiltinVerifier
-from ._core import draw_uniforms, finish, prepare
+from ._core import finish, prepare
 from ..exact import laws as _laws
 from ..backend import get_backend
 from .rass import fresh_orthogonal
@@ -135,7 +135,7 @@ class PolicyVerifier(BuiltinVerifier):
                             "on torch tensors use rass_theory.verifiers.threshold")
         batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
         n, K = batch.n, batch.K
-        u = draw_uniforms(batch, 2)
+        u = batch.uniform(n, 2)
         accepted = batch.degenerate.copy()
         chosen = np.zeros(n, dtype=np.int64)
         live = np.flatnonzero(~accepted)
