@@ -74,6 +74,7 @@ def main(argv=None):
     parser.add_argument("--out", default=None)
     parser.add_argument("--grid", action="store_true", help="also time the default grid for rass()")
     parser.add_argument("--skip-cells", action="store_true", help="only the --grid timing")
+    parser.add_argument("--cells", default=None, help="only these cells, e.g. '4,0.5,8;2,1,8' (default: all)")
     args = parser.parse_args(argv)
 
     import rass_theory as rt
@@ -81,7 +82,9 @@ def main(argv=None):
     rule = getattr(rt.verifiers, args.rule)
     rt.check_exactness(rule(), K=4, delta=0.5, dim=8, n_samples=2000, rng=0)  # warm imports and caches
     rows = []
-    for K, delta, dim in (() if args.skip_cells else CELLS):
+    cells = CELLS if args.cells is None else tuple(
+        (int(c.split(",")[0]), float(c.split(",")[1]), int(c.split(",")[2])) for c in args.cells.split(";"))
+    for K, delta, dim in (() if args.skip_cells else cells):
         best = None
         for _ in range(args.repeats):
             h, v, c, ok = measure(rt, rule, K, delta, dim, args.n_samples, args.chunk_size)

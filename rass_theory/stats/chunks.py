@@ -134,7 +134,7 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> Exactness
     dt = _numpy_dtype(spec.dtype)
     rows, children64 = draw_chunk(node, spec)
     children = children64.astype(dt, copy=False)
-    md, mt, sig = rows.mu_draft.astype(dt), rows.mu_target.astype(dt), rows.sigma.astype(dt)
+    md, mt, sig = (a.astype(dt, copy=False) for a in (rows.mu_draft, rows.mu_target, rows.sigma))  # float64: no copy
     for arr in (children, md, mt, sig):
         arr.setflags(write=False)
     rng = np.random.default_rng(sub_seed(spec.seed, 1))

@@ -53,7 +53,7 @@ from .._validation import check_delta, check_K, check_positive_int
 from .regime import RHO_RANGE, SIGMA_RANGE, ZERO_RHO_SHARE, Regime
 
 __all__ = ["SyntheticNode", "RowNodes", "RowFrame", "ChunkSpec", "chunk_plan", "chunk_seed", "stream_seed",
-           "spread_deltas", "NODE_KEY", "TARGET_KEY", "PERMUTATION_KEY", "DTYPES", "SMALL_BATCHES"]
+           "spread_deltas", "n_projections", "NODE_KEY", "TARGET_KEY", "PERMUTATION_KEY", "DTYPES", "SMALL_BATCHES"]
 
 NODE_KEY = (0,)
 CHUNK_KEY = 1
@@ -63,9 +63,20 @@ PASS_KEY = 5
 
 #: Number of coarse bins per axis of the joint histograms.
 N_JOINT_BINS = 8
-#: Fixed ambient projections of the random-projection KS test, and their bins.
+#: Fixed ambient projections of the random-projection KS test (at most; :func:`n_projections`), and their bins.
 N_PROJECTIONS = 32
 N_PROJECTION_BINS = 256
+
+
+def n_projections(dim: int) -> int:
+    """Fixed projections of a cell of dimension ``dim``: ``min(N_PROJECTIONS, 2 dim)``.
+
+    Below ``dim = 16`` the set is the ``dim`` coordinate axes and ``dim`` fixed random unit
+    vectors: in a space of ``dim`` coordinates more directions add little (a defect in one
+    coordinate is seen in full by its axis, a rotation-invariant one by any direction) and the
+    binning of ``2 dim`` projections per row costs as much as the rest of the row statistics.
+    """
+    return min(N_PROJECTIONS, 2 * int(dim))
 #: Largest dimension of the cross-covariance tests (a fixed random subspace above it).
 XCOV_DIM = 32
 #: dtypes a pass can use (bfloat16 only with the torch backend).
@@ -264,8 +275,9 @@ class SyntheticNode:
     anchors : ndarray (n_directions, dim)
         Fixed vectors ``a_j``; row ``i``'s test direction ``v_ij`` is ``a_j`` projected off ``e_i``
         and normalised.
-    projections : ndarray (N_PROJECTIONS, dim)
-        Fixed unit vectors of the random-projection KS test.
+    projections : ndarray (n_projections(dim), dim)
+        Fixed unit vectors of the random-projection KS test (below ``dim = 16``: the coordinate
+        axes and ``dim`` random ones, :func:`n_projections`).
     xcov_basis : ndarray (min(dim, XCOV_DIM), dim)
         Orthonormal rows ``P`` of the cross-covariance tests (the identity up to ``XCOV_DIM``).
     regime : Regime or None
@@ -310,8 +322,10 @@ class SyntheticNode:
             raise ValueError(f"named_share must lie in (0, 1], got {named_share!r}")
         rng = np.random.default_rng(stream_seed(entropy, NODE_KEY))
         anchors = rng.standard_normal((max(n_directions, 1), dim))[:n_directions]
-        proj = rng.standard_normal((N_PROJECTIONS, dim))
+        proj = rng.standard_normal((N_PROJECTIONS, dim))   # always drawn: the streams after it are fixed
         proj /= np.linalg.norm(proj, axis=1)[:, None]
+        if n_projections(dim) < N_PROJECTIONS:           # the coordinate axes, then the first random ones
+            proj = np.concatenate([np.eye(dim), proj[:n_projections(dim) - dim]])
         if dim <= XCOV_DIM:
             basis = np.eye(dim)
         else:  # a fixed random k-dimensional subspace (orthonormal rows)

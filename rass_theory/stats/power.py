@@ -97,7 +97,7 @@ def _noncentrality_for(df: int, level: float, beta: float) -> float:
 
 
 def detectable_discrepancies(n: int, alpha: float, n_tests: int, false_pass_rate: float = 0.01, *, dim: int = 8,
-                             n_bins: int = 4096, n_projections: int = 32, projection_bins: int = 256,
+                             n_bins: int = 4096, n_projections: int | None = None, projection_bins: int = 256,
                              named_share: float = 0.5, n_groups: int = 5, acceptance: float = 0.5,
                              n_tail_rows: int | None = None) -> dict:
     """The smallest discrepancy each statistic of a harness cell detects with probability ``>= 1 - beta``.
@@ -110,6 +110,8 @@ def detectable_discrepancies(n: int, alpha: float, n_tests: int, false_pass_rate
         Family-wise level, size of the Holm family, ``beta``.
     n_tail_rows : int, optional
         Rows pooled by the far-tail tests (default ``n``).
+    n_projections : int, optional
+        Fixed projections of the cell (default :func:`rass_theory.stats.node.n_projections` of ``dim``).
 
     Returns
     -------
@@ -136,7 +138,11 @@ def detectable_discrepancies(n: int, alpha: float, n_tests: int, false_pass_rate
     z_b = stats.norm.isf(false_pass_rate)
     out = {"one-dimensional PIT statistic (s, rperp, dir_j, diag)":
            (detectable_ks_distance(n, alpha, n_tests, false_pass_rate, n_bins), "KS distance")}
-    out["any of the 32 fixed projections <u_k, y>"] = (
+    if n_projections is None:
+        from .node import n_projections as projections_of_dim
+
+        n_projections = projections_of_dim(dim)
+    out[f"any of the {n_projections} fixed projections <u_k, y>"] = (
         detectable_ks_distance(n, alpha, n_tests * n_projections, false_pass_rate, projection_bins), "KS distance")
     lam = _noncentrality_for(dim, level, false_pass_rate)
     out["xcov_s: E[(s - delta) z_perp]"] = (math.sqrt(lam * (1 - 1 / dim) / n), "norm of a covariance (unit-variance factors)")

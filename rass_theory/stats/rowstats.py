@@ -144,16 +144,13 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
         pb += proj_offsets
         proj_counts += np.bincount(pb.reshape(-1), minlength=P * NB)
         # cross-covariance of t (and t^2 - 1) with P z_perp, and its exact covariance given the t's
-        if identity:
-            pe = e
-            pz = y - tb[:, None] * e
-        else:
-            pe = e @ basis.T
-            pz = y @ basis.T - tb[:, None] * pe
+        # sum_i c_i P(y_i - t_i e_i) = (c @ y) P^T - ((c t) @ e) P^T: two (2, m) @ (m, d) products
+        pe = e if identity else e @ basis.T
         t2 = tb * tb
         c1 = t2 - 1.0
         cw = np.stack([tb, c1, t2, c1 * c1])      # the two statistics' coefficients and weights, (4, m)
-        xs += cw[:2] @ pz
+        py = cw[:2] @ y
+        xs += (py if identity else py @ basis.T) - np.stack([t2, c1 * tb]) @ pe
         w_sum += cw[2:].sum(axis=1)
         for q in range(2):
             xm[q] -= (pe * cw[2 + q][:, None]).T @ pe
@@ -200,25 +197,29 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
         vi = slice(None)   # every row valid: views instead of fancy-index copies
     n_ok = int(valid.sum())
 
+    def full(b):   # a statistic's bins on every row (0 on invalid ones: their pair terms are masked out)
+        if isinstance(vi, slice):
+            return b
+        arr = np.zeros(n, b.dtype)
+        arr[vi] = b
+        return arr
+
     s_bin = node.bin_normal(t[vi])
     out["s_counts"] += np.bincount(s_bin, minlength=B)
-    bins = {"s": np.zeros(n, np.int64)}
-    bins["s"][vi] = s_bin
+    bins = {"s": full(s_bin)}
     if d > 1:
         r_bin = node.bin_rperp(r[vi])
         out["r_counts"] += np.bincount(r_bin, minlength=B)
         out["joint_counts"] += np.bincount((s_bin * J // B) * J + (r_bin * J // B),
                                            minlength=J * J).reshape(J, J)
-        bins["rperp"] = np.zeros(n, np.int64)
-        bins["rperp"][vi] = r_bin
+        bins["rperp"] = full(r_bin)
         for j in range(node.n_directions):
             b = node.bin_normal(dirs[j, vi])
             out["dir_counts"][j] += np.bincount(b, minlength=B)
             if j == 0:
                 out["joint_sd_counts"] += np.bincount((s_bin * J // B) * J + (b * J // B),
                                                       minlength=J * J).reshape(J, J)
-                bins["dir0"] = np.zeros(n, np.int64)
-                bins["dir0"][vi] = b
+                bins["dir0"] = full(b)
         out["diag_counts"] += np.bincount(node.bin_normal(diag[vi]), minlength=B)
 
     # far tails, over all valid rows and over the large-delta ones
@@ -269,7 +270,10 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
                 if name not in pits:
                     pits[name] = (bins[name] + 0.5) / B - 0.5
                 u = pits[name]
-                out["indep_sums"][p, q] += float(np.sum((u[i0:i0 + cnt] * u[j0:j0 + cnt])[both]))
+                if cnt == both.size and both.all():
+                    out["indep_sums"][p, q] += float(np.dot(u[i0:i0 + cnt], u[j0:j0 + cnt]))
+                else:
+                    out["indep_sums"][p, q] += float(np.sum((u[i0:i0 + cnt] * u[j0:j0 + cnt])[both]))
 
     if sequence is not None:
         out["seq_pairs"][0] = int(sequence[0])
