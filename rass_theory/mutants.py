@@ -291,12 +291,15 @@ def _rank_rule(*, select="sorted", w_correct=None, ratio="g", residual="g", orth
     return rule
 
 
+def _off_e(g, e):  # NumPy only
+    """``g`` with its component along the unit rows ``e`` removed."""
+    return g - np.einsum("nd,nd->n", g, e)[:, None] * e
+
+
 def _selected_zperp(batch, chosen, rows):  # NumPy only
     """``z_perp`` of the chosen child of ``rows`` (standardised, float64)."""
     x = batch.children[rows, chosen[rows]].astype(np.float64)
-    z = (x - batch.mu_draft[rows]) / batch.sigma[rows, None]
-    e = batch.direction[rows]
-    return z - np.einsum("nd,nd->n", z, e)[:, None] * e
+    return _off_e((x - batch.mu_draft[rows]) / batch.sigma[rows, None], batch.direction[rows])
 
 
 def _orth_variant(kind, batch, chosen, rejected, new_s, u_res):
@@ -308,14 +311,13 @@ def _orth_variant(kind, batch, chosen, rejected, new_s, u_res):
         g[:, 0] = radius * np.cos(2 * np.pi * u_res)
         if g.shape[1] > 1:
             g[:, 1] = radius * np.sin(2 * np.pi * u_res)
-        return g - np.einsum("nd,nd->n", g, e)[:, None] * e
+        return _off_e(g, e)
     if kind == "roll":
         return _selected_zperp(batch, chosen, (rejected - 1) % batch.n)
     if kind == "tiled128":
         d = e.shape[1]
         block = batch.rng.standard_normal((rejected.size, min(d, 128)))
-        g = np.tile(block, (1, -(-d // block.shape[1])))[:, :d]
-        return g - np.einsum("nd,nd->n", g, e)[:, None] * e
+        return _off_e(np.tile(block, (1, -(-d // block.shape[1])))[:, :d], e)
     zp = _selected_zperp(batch, chosen, rejected)  # "sign_tied"
     a = np.zeros(e.shape[1])
     a[0] = 1.0
@@ -354,6 +356,11 @@ def _dgrs_rule(*, order="drafting", levels="recursive"):
         return dgrs_kernel(batch, batch.uniform(batch.n, K + 1), **kw)
 
     return rule
+
+
+def _rass_kernel(batch):
+    """Exact RASS (optimal weights) on a prepared ``batch``, which a mutant may have altered."""
+    return rank_kernel(batch, batch.uniform(batch.n, 3), rank_pieces(batch_weights("optimal", batch)))
 
 
 def _reversed(ws):
@@ -833,7 +840,7 @@ def delta_by_expanded_square(K: int = 4):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
         bad = _input_dtype_delta(children, mu_draft, mu_target, sigma)
         batch = replace(batch, delta=bad, degenerate=bad <= 1.5e-8)
-        return rank_kernel(batch, batch.uniform(batch.n, 3), rank_pieces(batch_weights("optimal", batch)))
+        return _rass_kernel(batch)
 
     return MutantVerifier("delta_by_expanded_square", K, rule)
 
@@ -853,7 +860,7 @@ def degenerate_tolerance_relative_to_mu(K: int = 4):
         md = np.asarray(mu_draft)
         tol = np.sqrt(np.finfo(md.dtype).eps) * np.linalg.norm(md.astype(np.float64), axis=1) / batch.sigma
         batch = replace(batch, degenerate=batch.degenerate | (batch.delta <= tol))
-        return rank_kernel(batch, batch.uniform(batch.n, 3), rank_pieces(batch_weights("optimal", batch)))
+        return _rass_kernel(batch)
 
     return MutantVerifier("degenerate_tolerance_relative_to_mu", K, rule)
 
@@ -870,37 +877,27 @@ def orth_noise_tiled_128(K: int = 4):
     return MutantVerifier("orth_noise_tiled_128", K, _rank_rule(orth="tiled128"))
 
 
-def _reseeding(inner):
+def _own_generator(inner, kind: str):
+    """Run ``inner`` with a generator of its own instead of ``rng``: ``"reseeded"`` (a constant
+    seed on every call) or ``"copied"`` (a copy of ``rng``'s state), on either back end."""
     def rule(children, mu_draft, mu_target, sigma, rng):
         if get_backend(children).name == "torch":
             import torch
 
             gen = torch.Generator(device=children.device)
-            gen.manual_seed(20260101)
+            if kind == "reseeded":
+                gen.manual_seed(20260101)
+            else:
+                gen.set_state(rng.get_state())
         else:
-            gen = np.random.default_rng(20260101)
-        return inner(children, mu_draft, mu_target, sigma, gen)
-
-    return rule
-
-
-def _from_copy(inner):
-    def rule(children, mu_draft, mu_target, sigma, rng):
-        if get_backend(children).name == "torch":
-            import torch
-
-            gen = torch.Generator(device=children.device)
-            gen.set_state(rng.get_state())
-        else:
-            gen = copy.deepcopy(rng)
+            gen = np.random.default_rng(20260101) if kind == "reseeded" else copy.deepcopy(rng)
         return inner(children, mu_draft, mu_target, sigma, gen)
 
     return rule
 
 
 def _rass_rule(children, mu_draft, mu_target, sigma, rng):
-    batch = prepare(children, mu_draft, mu_target, sigma, rng)
-    return rank_kernel(batch, batch.uniform(batch.n, 3), rank_pieces(batch_weights("optimal", batch)))
+    return _rass_kernel(prepare(children, mu_draft, mu_target, sigma, rng))
 
 
 @_register("reseeds_its_generator", catches="contract (rng_not_advanced), indep_calls")
@@ -912,7 +909,7 @@ def reseeds_its_generator(K: int = 4):
     function "for reproducibility".  Every single call's law is exact.  Caught by the
     calls-in-sequence probe (``rng_not_advanced``, ``indep_calls``).
     """
-    return MutantVerifier("reseeds_its_generator", K, _reseeding(_rass_rule))
+    return MutantVerifier("reseeds_its_generator", K, _own_generator(_rass_rule, "reseeded"))
 
 
 @_register("draws_from_a_copy_of_rng", catches="contract (rng_not_advanced), indep_calls")
@@ -923,7 +920,7 @@ def draws_from_a_copy_of_rng(K: int = 4):
     0.5).  Plausible: a defensive copy "so the caller's state is not touched".  Caught by the
     calls-in-sequence probe.
     """
-    return MutantVerifier("draws_from_a_copy_of_rng", K, _from_copy(_rass_rule))
+    return MutantVerifier("draws_from_a_copy_of_rng", K, _own_generator(_rass_rule, "copied"))
 
 
 class _BufferedResult:
