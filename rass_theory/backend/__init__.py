@@ -8,8 +8,9 @@ with one meaning on both back ends:
 - float64 math: ``log``, ``exp``, ``expm1``, ``log1p``, ``sqrt``, ``abs``, ``logaddexp``,
   ``isfinite``, ``log_ndtr``, ``ndtr``, ``ndtri``, ``erfcx``, ``logsumexp``, ``where``,
   ``minimum``, ``maximum``, ``clip``, ``cumsum``, ``count_true``, ``sort``;
-- one bracketed root finder, ``find_root(fun, a, b, args=...)``: NumPy through
-  :func:`scipy.optimize.elementwise.find_root` (per-element convergence), torch with fixed
+- one bracketed root finder, ``find_root(fun, a, b, args=...)``: NumPy by Chandrupatla's method
+  (:func:`chandrupatla`, the iteration of :func:`scipy.optimize.elementwise.find_root` without its
+  per-iteration framework; per-element convergence and status), torch with fixed
   iteration counts (bisection, then Illinois steps) and no host synchronisation;
 - indexing: ``argsort`` (stable), ``take_along`` (``x[i, idx[i]]``), ``take_rows`` (copies of
   ``children[i, idx[i]]``, bit for bit), ``gather`` (``x[i, idx[i, j]]``), ``first_true``,
@@ -28,9 +29,9 @@ from __future__ import annotations
 
 import sys
 
-from ._numpy import NUMPY, NumpyBackend
+from ._numpy import NUMPY, NumpyBackend, RootResult, chandrupatla
 
-__all__ = ["get_backend", "NumpyBackend", "NUMPY", "NAMES"]
+__all__ = ["get_backend", "NumpyBackend", "NUMPY", "NAMES", "chandrupatla", "RootResult"]
 
 #: The array back ends, by name: the one list that verifiers, mutants, the samplers and the Dask
 #: runner's ``inner`` check names against.

@@ -1,12 +1,143 @@
 """The NumPy namespace of :mod:`rass_theory.backend`."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy import special
 
 _EPS = float(np.finfo(np.float64).eps)
 #: values of a root finder's function are clipped here (only the sign matters far from a root)
 _CLIP = 1e3
+#: statuses of :func:`chandrupatla` (scipy's codes)
+CONVERGED, SIGN_ERROR, VALUE_ERROR, MAX_ITER = 0, -1, -3, -2
+
+
+@dataclass(frozen=True)
+class RootResult:
+    """Per-element result of :func:`chandrupatla` (arrays of the brackets' shape).
+
+    ``x`` the root (NaN where the bracket was invalid); ``status`` :data:`CONVERGED`,
+    :data:`SIGN_ERROR` (no sign change), :data:`VALUE_ERROR` (non-finite ends or NaN values) or
+    :data:`MAX_ITER`; ``success`` ``status == CONVERGED``; ``lo, hi, f_lo, f_hi`` the final
+    bracket (``lo <= hi``) and the values there; ``nfev`` function evaluations in all.
+    """
+
+    x: np.ndarray
+    status: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    f_lo: np.ndarray
+    f_hi: np.ndarray
+    nfev: int
+
+    @property
+    def success(self):
+        return self.status == CONVERGED
+
+
+def chandrupatla(fun, a, b, *, args=(), xatol: float = 4 * _EPS, xrtol: float = 4 * _EPS,
+                 maxiter: int = 200) -> RootResult:
+    """Bracketed roots of ``fun(x, *args)`` per element by Chandrupatla's method.
+
+    Parameters
+    ----------
+    fun : callable
+        Elementwise; called on the still-active elements only (``args`` sliced alike).
+    a, b : ndarray
+        Bracket ends, one shape (flattened inside, the result reshaped back).
+    args : tuple of ndarray
+        Per-element arrays of ``a``'s shape.
+    xatol, xrtol : float
+        An element stops once its bracket is narrower than ``xatol + xrtol |x|``, or where
+        ``fun`` is exactly 0.
+    maxiter : int
+
+    Returns
+    -------
+    RootResult
+
+    Notes
+    -----
+    The iteration of :func:`scipy.optimize.elementwise.find_root` (Chandrupatla 1997, Adv. Eng.
+    Software 28, 145: inverse quadratic interpolation where the three last points allow it,
+    bisection otherwise, steps kept ``tol/2`` inside the bracket; function tolerances 0),
+    written directly on NumPy arrays: the same iterates, without the general framework's
+    per-iteration bookkeeping, which dominates at the sizes the law engine solves (a few
+    thousand brackets, a dozen iterations).  Converged elements are dropped from the work
+    arrays.
+    """
+    shape = np.shape(a)
+    x1 = np.array(a, dtype=np.float64).reshape(-1)
+    x2 = np.array(b, dtype=np.float64).reshape(-1)
+    args = tuple(np.asarray(v).reshape(-1) for v in args)
+    n = x1.size
+    out = dict(x=np.full(n, np.nan), status=np.full(n, MAX_ITER, dtype=np.int32), lo=np.empty(n),
+               hi=np.empty(n), f_lo=np.empty(n), f_hi=np.empty(n))
+    f1 = np.asarray(fun(x1, *args), dtype=np.float64).reshape(-1)
+    f2 = np.asarray(fun(x2, *args), dtype=np.float64).reshape(-1)
+    nfev = 2
+    active = np.arange(n)
+    x3 = f3 = None
+    t = np.full(n, 0.5)
+    nit = 0
+    while True:
+        # termination (scipy's order: f = 0, lost bracket, non-finite, bracket width)
+        first = np.abs(f1) < np.abs(f2)
+        xmin = np.where(first, x1, x2)
+        fmin = np.where(first, f1, f2)
+        status = np.full(active.size, MAX_ITER, dtype=np.int32)
+        zero = fmin == 0.0
+        status[zero] = CONVERGED
+        lost = (np.sign(f1) == np.sign(f2)) & ~zero
+        status[lost] = SIGN_ERROR
+        bad = (~(np.isfinite(x1) & np.isfinite(x2)) | (np.isnan(f1) & np.isnan(f2))) & ~zero & ~lost
+        status[bad] = VALUE_ERROR
+        dx = np.abs(x2 - x1)
+        tol = np.abs(xmin) * xrtol + xatol
+        status[(dx < tol) & ~zero & ~lost & ~bad] = CONVERGED
+        stop = status != MAX_ITER
+        last = nit >= maxiter
+        if last:
+            stop = np.ones(active.size, dtype=bool)
+        if stop.any():
+            idx = active[stop]
+            failed = (status[stop] == SIGN_ERROR) | (status[stop] == VALUE_ERROR)
+            out["x"][idx] = np.where(failed, np.nan, xmin[stop])
+            out["status"][idx] = status[stop]
+            swap = x1[stop] < x2[stop]
+            out["lo"][idx] = np.where(swap, x1[stop], x2[stop])
+            out["hi"][idx] = np.where(swap, x2[stop], x1[stop])
+            out["f_lo"][idx] = np.where(swap, f1[stop], f2[stop])
+            out["f_hi"][idx] = np.where(swap, f2[stop], f1[stop])
+            if last or stop.all():
+                break
+            keep = ~stop
+            active = active[keep]
+            x1, f1, x2, f2, dx, tol = x1[keep], f1[keep], x2[keep], f2[keep], dx[keep], tol[keep]
+            t = t[keep]
+            if x3 is not None:
+                x3, f3 = x3[keep], f3[keep]
+            args = tuple(v[keep] for v in args)
+        if x3 is not None:
+            # the next step: inverse quadratic interpolation where admissible, else bisection
+            with np.errstate(divide="ignore", invalid="ignore"):
+                xi1 = (x1 - x2) / (x3 - x2)
+                phi1 = (f1 - f2) / (f3 - f2)
+                alpha = (x3 - x1) / (x2 - x1)
+                iqi = ((1.0 - np.sqrt(1.0 - xi1)) < phi1) & (phi1 < np.sqrt(xi1))
+                t = np.where(iqi, f1 / (f1 - f2) * f3 / (f3 - f2) - alpha * f1 / (f3 - f1) * f2 / (f2 - f3), 0.5)
+                tl = 0.5 * tol / dx
+            t = np.clip(t, tl, 1.0 - tl)
+        x = x1 + t * (x2 - x1)
+        f = np.asarray(fun(x, *args), dtype=np.float64).reshape(-1)
+        nfev += 1
+        nit += 1
+        same = np.sign(f) == np.sign(f1)
+        x3, f3 = np.where(same, x1, x2), np.where(same, f1, f2)
+        x2, f2 = np.where(same, x2, x1), np.where(same, f2, f1)
+        x1, f1 = x, f
+    return RootResult(**{k: v.reshape(shape) for k, v in out.items()}, nfev=nfev)
 
 
 class NumpyBackend:
@@ -196,28 +327,25 @@ class NumpyBackend:
 
         Notes
         -----
-        :func:`scipy.optimize.elementwise.find_root` (Chandrupatla's method: inverse quadratic
-        interpolation safeguarded by bisection, per element, converged elements dropped).
+        Chandrupatla's method (:func:`chandrupatla`: inverse quadratic interpolation
+        safeguarded by bisection, per element, converged elements dropped), the iteration of
+        :func:`scipy.optimize.elementwise.find_root`.
         """
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
         if a.size == 0:
             return a.copy()
-        # imported on first use: scipy.optimize costs ~1 s to import
-        from scipy.optimize.elementwise import find_root
 
         def clipped(x, *extra):
             v = np.asarray(fun(x, *extra), dtype=np.float64)
             return np.clip(np.where(np.isnan(v), 0.0, v), -_CLIP, _CLIP)
 
-        tol = dict(xrtol=xrtol, xatol=4 * _EPS if xatol is None else xatol, fatol=0.0, frtol=0.0)
-        res = find_root(clipped, (a, np.maximum(b, a)), args=args, tolerances=tol, maxiter=maxiter)
-        x = np.asarray(res.x, dtype=np.float64)
+        res = chandrupatla(clipped, a, np.maximum(b, a), args=args, xrtol=xrtol,
+                           xatol=4 * _EPS if xatol is None else xatol, maxiter=maxiter)
+        x = res.x
         bad = ~np.isfinite(x)
         if np.any(bad):
-            lo, hi = res.bracket
-            fl, fh = res.f_bracket
-            x = np.where(bad, np.where(np.abs(fl) <= np.abs(fh), lo, hi), x)
+            x = np.where(bad, np.where(np.abs(res.f_lo) <= np.abs(res.f_hi), res.lo, res.hi), x)
         return x
 
     @staticmethod

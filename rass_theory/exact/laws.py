@@ -571,26 +571,17 @@ def _grid_crossings(law, delta, whi, precise=False):
             return nx.gather(s2, idx)
     d = delta[:, None]
     h = d * s2 - 0.5 * d * d - lr
-    h = nx.where(h != h, nx.zeros_like(h) + 1.0, h)       # NaN (both densities 0): positive
+    if nx.maybe_any(h != h):
+        h = nx.where(h != h, nx.zeros_like(h) + 1.0, h)   # NaN (both densities 0): positive
     pos = h > 0
-    inside = s2[:, :-1] < whi[:, None]                     # cells whose left end is in the window
-    change = (pos[:, 1:] != pos[:, :-1]) & inside
-    ah = nx.abs(h)
-    gl, gm, gr = ah[:, :-2], ah[:, 1:-1], ah[:, 2:]
-    # a discrete local minimum of |h| within eight times the depth a parabola through the three
-    # values can reach below it (the only way the grid can step over a pair of crossings)
-    with np.errstate(invalid="ignore"):
-        dip = (pos[:, 1:-1] == pos[:, :-2]) & (pos[:, 1:-1] == pos[:, 2:]) & (gm < gl) & (gm <= gr) \
-            & (gm <= gl - 2.0 * gm + gr) & inside[:, 1:]
-    dip = nx.concat([dip[:, :1] & False, dip], 1)          # dip at point k -> cell k (k >= 1)
-    events = change | dip
     brk = law.breaks() if hasattr(law, "breaks") else None
+    split = None
     if brk is not None:                                    # the cell holding a jump is split there
         k_brk = nx.count_below(s2 + nx.zeros_like(delta)[:, None], brk) - 1
         on = (k_brk >= 0) & (k_brk < s2.shape[1] - 1) & (brk < whi)
         k_brk = nx.clip(k_brk, 0, s2.shape[1] - 2)
-        col = nx.arange(s2.shape[1] - 1, delta)
-        events = events & ~(on[:, None] & (col[None, :] == k_brk[:, None]))
+        split = (on, k_brk)
+    events, dip = _scan_events(nx, h, pos, s2, whi, split)
     C = min(K + 2, s2.shape[1] - 1)                        # crossing slots per row
     cell = nx.first_true(events, C)                        # (r, C)
     valid = nx.gather(events, cell)
@@ -656,6 +647,56 @@ def _grid_crossings(law, delta, whi, precise=False):
     if most is not None:                                   # drop the all-padding columns
         pts = pts[:, :max(int(most), 1)]
     return pts, pos[:, 0]
+
+
+def _scan_events(nx, h, pos, s2, whi, split):
+    """The grid cells ``(r, m - 1)`` that hold a crossing candidate, and which of them are dips.
+
+    A cell is an event when its left end lies in the row's window and either ``h`` changes sign
+    across it or its left end is a dip: a discrete local minimum of ``|h|`` without a sign
+    change, within eight times the depth a parabola through the three values can reach below it
+    (the only way the grid can step over a pair of crossings).  ``split = (on, k)``: row ``i``'s
+    cell ``k[i]`` holds a jump of ``g`` and is no event where ``on[i]`` (it is searched apart).
+
+    Where indexing is free the dip and window conditions are evaluated only at the sign
+    changes and the local minima of ``|h|`` (a few per row), not on the whole grid; on an
+    accelerator every cell is evaluated (no host synchronisation).  Both give the same masks.
+    """
+    change = pos[:, 1:] != pos[:, :-1]
+    ah = nx.abs(h)
+    gl, gm, gr = ah[:, :-2], ah[:, 1:-1], ah[:, 2:]
+    local_min = (gm < gl) & (gm <= gr)
+    cand = nx.concat([change[:, :1], change[:, 1:] | local_min], 1)
+    idx = nx.rows_where(cand.reshape(-1))
+    if idx is None:
+        inside = s2[:, :-1] < whi[:, None]                 # cells whose left end is in the window
+        with np.errstate(invalid="ignore"):
+            dip = (pos[:, 1:-1] == pos[:, :-2]) & (pos[:, 1:-1] == pos[:, 2:]) & local_min \
+                & (gm <= gl - 2.0 * gm + gr) & inside[:, 1:]
+        dip = nx.concat([dip[:, :1] & False, dip], 1)      # dip at point k -> cell k (k >= 1)
+        events = (change & inside) | dip
+        if split is not None:
+            on, k_brk = split
+            col = nx.arange(s2.shape[1] - 1, whi)
+            events = events & ~(on[:, None] & (col[None, :] == k_brk[:, None]))
+        return events, dip
+    m1 = change.shape[1]
+    i, k = idx // m1, idx % m1
+    left = s2[0][k] if s2.shape[0] == 1 else s2[i, k]
+    is_change = change.reshape(-1)[idx]
+    km = nx.maximum(k, 1)                                  # k = 0 is a sign change (no dip there)
+    a_l, a_m, a_r = ah[i, km - 1], ah[i, km], ah[i, km + 1]
+    with np.errstate(invalid="ignore"):
+        is_dip = ~is_change & (k >= 1) & (pos[i, km - 1] == pos[i, km]) & (pos[i, km] == pos[i, km + 1]) \
+            & (a_m <= a_l - 2.0 * a_m + a_r)
+    keep = (left < whi[i]) & (is_change | is_dip)
+    if split is not None:
+        on, k_brk = split
+        keep = keep & ~(on[i] & (k == k_brk[i]))
+    events, dip = cand & False, cand & False
+    events.reshape(-1)[idx[keep]] = True
+    dip.reshape(-1)[idx[keep & is_dip]] = True
+    return events, dip
 
 
 def _break_crossings(nx, law, delta, brk, on, left, right, hfun, tol):

@@ -41,11 +41,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize.elementwise import find_root
 from scipy.special import erf, erfc, log_ndtr, ndtri_exp
 
 from .._validation import check_delta, check_K
-from ..backend import get_backend
+from ..backend import chandrupatla, get_backend
 
 __all__ = ["CERTIFICATE_TOL", "ListRuleCertificateError", "ListRuleParams", "OptimalListRule",
            "optimal_list_acceptance", "optimal_list_rule", "solve_list_rule", "rule_params",
@@ -65,6 +64,31 @@ _SQRT1_2 = 0.70710678118654752440
 def _nan_to(nx, x, value):
     """``x`` with NaN replaced by ``value`` (either back end)."""
     return nx.where(x != x, value, x)
+
+
+def _by_branch(cond, f_yes, f_no, *args):
+    """``f_yes(*args)`` where ``cond``, ``f_no(*args)`` elsewhere, for elementwise ``f_yes, f_no``.
+
+    NumPy: each function on its own elements only (the values of ``where`` over both, half the
+    work); torch: ``where`` over both (no host synchronisation).
+    """
+    nx = get_backend(cond)
+    if nx.name != "numpy" or np.ndim(cond) == 0:
+        yes, no = f_yes(*args), f_no(*args)
+        if isinstance(yes, tuple):
+            return tuple(nx.where(cond, a, b) for a, b in zip(yes, no))
+        return nx.where(cond, yes, no)
+    args = np.broadcast_arrays(cond, *(np.asarray(a, dtype=np.float64) for a in args))[1:]
+    yes = f_yes(*(a[cond] for a in args))
+    no = f_no(*(a[~cond] for a in args))
+    if not isinstance(yes, tuple):
+        yes, no = (yes,), (no,)
+    outs = []
+    for a, b in zip(yes, no):
+        out = np.empty(np.shape(cond))
+        out[cond], out[~cond] = a, b
+        outs.append(out)
+    return tuple(outs) if len(outs) > 1 else outs[0]
 
 
 def _log_Phi(x):
@@ -116,15 +140,24 @@ def _psi(x):
     (``r = 1`` once ``Q < 1e-300``), so ``psi = log Q + log r`` with ``log Q = log_ndtr(-x)``
     (asymptotic series in the far tail): no underflow where ``Phi`` rounds to 1.
     """
-    nx = get_backend(x)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        lq = nx.log_ndtr(-nx.abs(x))
-        q = nx.exp(lq)
-        tiny = q < 1e-300
-        r = nx.where(tiny, 1.0, -nx.log1p(-q) / nx.where(tiny, 1.0, q))
-        right = lq + nx.log(r)
-        left = nx.log(-nx.log_ndtr(nx.minimum(x, 0.0)))
-    return nx.where(x > 0, right, left)
+        return _by_branch(x > 0, _psi_right, _psi_left, x)
+
+
+def _psi_right(x):
+    """:func:`_psi` right of 0: ``log Q + log r``."""
+    nx = get_backend(x)
+    lq = nx.log_ndtr(-nx.abs(x))
+    q = nx.exp(lq)
+    tiny = q < 1e-300
+    r = nx.where(tiny, 1.0, -nx.log1p(-q) / nx.where(tiny, 1.0, q))
+    return lq + nx.log(r)
+
+
+def _psi_left(x):
+    """:func:`_psi` at ``x <= 0``: ``log(-log Phi(x))``."""
+    nx = get_backend(x)
+    return nx.log(-nx.log_ndtr(nx.minimum(x, 0.0)))
 
 
 def _h(t, K, delta):
@@ -193,8 +226,13 @@ def _sign_D(t, K, delta):
     analytically (:func:`_S_tail`).
     """
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        v = np.where(t - delta > 0, _S_tail(t, K, delta), _psi(t - delta) - np.log(K) - _psi(t))
+        v = _by_branch(t - delta > 0, _S_tail, _S_body, t, K, delta)
     return np.clip(np.nan_to_num(v, nan=0.0), -1e3, 1e3)
+
+
+def _S_body(t, K, delta):
+    """``psi(t - delta) - log K - psi(t)`` (:func:`_sign_D` where ``t - delta <= 0``)."""
+    return _psi(t - delta) - np.log(K) - _psi(t)
 
 
 def _log_E_parts(t, K, delta):
@@ -212,18 +250,27 @@ def _log_E_parts(t, K, delta):
     Every term is computed with relative accuracy, so ``D`` inherits only the conditioning of
     the difference itself.
     """
-    nx = get_backend(t)
     L1a = K * _log_Phi(t)
-    small = L1a < -_LOG2
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        direct = _log_Phi(t - delta) - L1a
-        LQ = nx.log_ndtr(delta - t)
-        y_log = nx.log(K) + _psi(t)
-        y = -nx.exp(y_log)
-        tiny = nx.abs(y) < 1e-300
-        l_ratio = nx.log(nx.where(tiny, 1.0, nx.expm1(y) / nx.where(tiny, -1.0, y)))
-        comp = nx.where(t - delta > 0, -_S_tail(t, K, delta) + _log_r(t - delta) + l_ratio, y_log + l_ratio - LQ)
-    return nx.where(small, L1a, LQ), nx.where(small, direct, comp)
+        return _by_branch(L1a < -_LOG2, _E_small, _E_large, t, K, delta, L1a)
+
+
+def _E_small(t, K, delta, L1a):
+    """:func:`_log_E_parts` where ``Phi(t)^K < 1/2``."""
+    return L1a, _log_Phi(t - delta) - L1a
+
+
+def _E_large(t, K, delta, L1a):
+    """:func:`_log_E_parts` where ``Phi(t)^K >= 1/2``: ``L1 = log Q(t - delta)``."""
+    nx = get_backend(t)
+    LQ = nx.log_ndtr(delta - t)
+    y_log = nx.log(K) + _psi(t)
+    y = -nx.exp(y_log)
+    tiny = nx.abs(y) < 1e-300
+    l_ratio = nx.log(nx.where(tiny, 1.0, nx.expm1(y) / nx.where(tiny, -1.0, y)))
+    tail = lambda t, K, delta, l_ratio, y_log, LQ: -_S_tail(t, K, delta) + _log_r(t - delta) + l_ratio  # noqa: E731
+    body = lambda t, K, delta, l_ratio, y_log, LQ: y_log + l_ratio - LQ                               # noqa: E731
+    return LQ, _by_branch(t - delta > 0, tail, body, t, K, delta, l_ratio, y_log, LQ)
 
 
 def _D(t, K, delta):
@@ -234,14 +281,14 @@ def _D(t, K, delta):
 
 
 def _roots(fun, lo, hi, args):
-    """Bracketed roots by Chandrupatla's method (:func:`scipy.optimize.elementwise.find_root`).
+    """Bracketed roots by Chandrupatla's method (:func:`rass_theory.backend.chandrupatla`,
+    the iteration of :func:`scipy.optimize.elementwise.find_root`, with its statuses).
 
     Returns ``(x, ok)``; the final bracket is ``<= 8 eps (1 + |x|)`` wide where ``ok``.
     """
-    tol = {"xatol": 4 * _EPS, "xrtol": 4 * _EPS, "fatol": 0.0, "frtol": 0.0}
-    res = find_root(fun, (lo, np.maximum(hi, lo)), args=args, tolerances=tol, maxiter=300)
-    x = np.asarray(res.x, dtype=np.float64)
-    ok = np.asarray(res.success, dtype=bool) & np.isfinite(x)
+    res = chandrupatla(fun, lo, np.maximum(hi, lo), args=args, xatol=4 * _EPS, xrtol=4 * _EPS, maxiter=300)
+    x = res.x
+    ok = res.success & np.isfinite(x)
     return np.where(np.isfinite(x), x, lo), ok
 
 

@@ -181,7 +181,9 @@ def rank_pieces(weights, t=None) -> RankPieces:
     The selected-law ratio and the residual are :class:`rass_theory.exact.laws.RankLaw` and
     :func:`rass_theory.exact.laws.sample` (for RASS the ratio is :func:`log_rank_ratio`).
     """
-    law = _engine.RankLaw(weights, t)
+    # the threshold law serves the ratio of every row; RASS's ratio is log_rank_ratio, so its law
+    # is built on the rejected rows only (the same per-row values as a take of the whole law)
+    law = None if t is None else _engine.RankLaw(weights, t)
 
     def select(batch, u):
         if t is None:
@@ -196,8 +198,12 @@ def rank_pieces(weights, t=None) -> RankPieces:
     def residual(batch, rows, u):
         delta = batch.delta_safe
         if rows is None:
-            return _engine.sample(law, delta, u)
-        return _engine.sample(law.take(rows), delta[rows], u[rows])
+            return _engine.sample(_engine.RankLaw(weights) if law is None else law, delta, u)
+        if law is not None:
+            sub = law.take(rows)
+        else:
+            sub = _engine.RankLaw(weights if weights.ndim == 1 else weights[rows])
+        return _engine.sample(sub, delta[rows], u[rows])
 
     return RankPieces(select, ratio, residual)
 

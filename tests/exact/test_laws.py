@@ -31,6 +31,33 @@ class TestFindRoot:
         tnx = get_backend(torch.zeros(1))
         assert tnx.find_root(lambda x: x + 5.0, torch.zeros(1), torch.ones(1))[0] == 0.0
 
+    @pytest.mark.parametrize("tol", [4 * np.finfo(float).eps, 1e-9])
+    def test_chandrupatla_is_scipys_iteration(self, tol, rng):
+        """The lean Chandrupatla loop gives scipy's iterates bit for bit: roots, statuses, brackets."""
+        from scipy.optimize.elementwise import find_root
+
+        from rass_theory.backend import chandrupatla
+
+        n = 3000
+        c, p = rng.uniform(-3, 3, n), rng.uniform(0.5, 3, n)
+        a, b = c - rng.uniform(0, 4, n), c + rng.uniform(0, 4, n)
+        b[:20] = c[:20] - 0.1                                  # no sign change: status -1
+        a[20:25] = c[20:25]                                    # a root at an end: f = 0
+
+        def f(x, c, p):
+            return np.sinh(p * (x - c)) + 0.3 * (x - c) ** 3
+
+        ref = find_root(f, (a, b), args=(c, p), tolerances=dict(xatol=tol, xrtol=tol, fatol=0.0, frtol=0.0),
+                        maxiter=200)
+        got = chandrupatla(f, a, b, args=(c, p), xatol=tol, xrtol=tol, maxiter=200)
+        np.testing.assert_array_equal(got.x, np.asarray(ref.x))
+        np.testing.assert_array_equal(got.status, np.asarray(ref.status))
+        np.testing.assert_array_equal(got.lo, np.asarray(ref.bracket[0]))
+        np.testing.assert_array_equal(got.hi, np.asarray(ref.bracket[1]))
+        np.testing.assert_array_equal(got.f_lo, np.asarray(ref.f_bracket[0]))
+        assert (got.status[:20] == -1).all() and got.success[20:].all()
+        assert got.nfev == int(np.max(ref.nfev))
+
 
 class TestRankLaw:
     @pytest.mark.parametrize("K", [1, 2, 5])
