@@ -30,10 +30,12 @@ DEFAULT_SEED = 20261201
 def stated_power(alpha: float = DEFAULT_ALPHA, false_pass_rate: float = 0.01, **options) -> float:
     """The KS distance the power cell of the run :func:`assert_exact` makes detects with probability
     ``>= 1 - false_pass_rate`` (:func:`rass_theory.stats.power.detectable_ks_distance` with the
-    grid's family size, read from the code)."""
+    grid's family size, read from the code, at the final look's Holm level: ``0.99 alpha`` with the
+    interim looks, :func:`rass_theory.stats.looks.design_level`)."""
     from .stats.config import harness_config
     from .stats.family import family_size, tail_test_names
     from .stats.grid import DEFAULT_CELLS, default_cells
+    from .stats.looks import design_level
     from .stats.power import detectable_ks_distance
     from .verifiers import resample
 
@@ -43,7 +45,8 @@ def stated_power(alpha: float = DEFAULT_ALPHA, false_pass_rate: float = 0.01, **
     m = sum(family_size(c) for c in cfgs)
     m += sum(len(tail_test_names(d, nd)) for d, nd in {(c.dim, c.n_directions) for c in cfgs})
     n = options.get("n_samples") or DEFAULT_CELLS[-1]["n_samples"]
-    return detectable_ks_distance(int(n), alpha, m, false_pass_rate, 4096)
+    level = design_level(alpha, options.get("stop_early", True))
+    return detectable_ks_distance(int(n), level, m, false_pass_rate, 4096)
 
 
 def assert_exact(verifier, **options):

@@ -20,7 +20,7 @@ from .chunks import collect_counts
 from .config import (DEFAULT_DTYPES, DEFAULT_N_SAMPLES, build_node, check_detect, check_options, check_regime,
                      harness_config, seed_entropy)
 from .family import contract_violated, family_size, permutations_for, raw_tests, tail_test_names, tail_tests
-from .looks import SequentialLooks, interim_adjusted, look_plan
+from .looks import SequentialLooks, design_level, interim_adjusted, look_plan
 from .node import stream_seed
 from .power import detectable_ks_distance, samples_for_distance
 from .report import ExactnessReport, StatisticalTest
@@ -199,14 +199,16 @@ def certify(verifier, cells=None, *, show=True, console=None, chunk_stream=None,
     m_total = grid_family_size(cfgs)
     if detect is not None:
         k = max(i for i, c in enumerate(cells) if c.get("power", False) or i == len(cells) - 1)
-        n_design = max(2, samples_for_distance(detect, alpha, m_total, cfgs[k].false_pass_rate, cfgs[k].n_bins))
+        n_design = max(2, samples_for_distance(detect, design_level(alpha, o["stop_early"]), m_total,
+                                               cfgs[k].false_pass_rate, cfgs[k].n_bins))
         cfgs[k] = replace(cfgs[k], n_samples=n_design)
         m_total = grid_family_size(cfgs)
-        achieved = detectable_ks_distance(n_design, alpha, m_total, cfgs[k].false_pass_rate, cfgs[k].n_bins)
+        level = look_plan(cfgs, alpha, o["stop_early"]).final_alpha
+        achieved = detectable_ks_distance(n_design, level, m_total, cfgs[k].false_pass_rate, cfgs[k].n_bins)
         print(f"certify: detect={detect:g} -> n = {n_design:,} rows per dtype pass in cell {k} (K={cfgs[k].K}, "
               f"delta={cfgs[k].delta:g}, dim={cfgs[k].dim}): detects a pooled KS distance >= {achieved:.4g} with "
               f"probability >= {1 - cfgs[k].false_pass_rate:g} at family-wise false-fail rate {alpha:g} "
-              f"(Holm over m = {m_total} tests)", file=sys.stderr)
+              f"(Holm over m = {m_total} tests at the final look's level {level:g})", file=sys.stderr)
     if user_perms is None:
         perms = permutations_for(m_total, alpha)
         cfgs = [replace(c, n_permutations=perms) for c in cfgs]
@@ -244,7 +246,8 @@ def certify(verifier, cells=None, *, show=True, console=None, chunk_stream=None,
         k = len(raw)
         rj, pa = (reject[offset:offset + k], p_adj[offset:offset + k]) if stop is None else interim_adjusted(raw, plan)
         reports.append(make_report(counts, node, cfg, raw, pa, rj, elapsed, start, n_family=m_total,
-                                   stop_look=None if stop is None else stop.look, n_looks=n_looks))
+                                   stop_look=None if stop is None else stop.look, n_looks=n_looks,
+                                   level=plan.final_alpha))
         offset += k
     grid_tests = tuple(StatisticalTest(name, t.statistic, t.pvalue, float(pa),
                                        bool(np.isnan(t.pvalue) or not rj), t.detail)

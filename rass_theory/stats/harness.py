@@ -26,7 +26,7 @@ from .chunks import collect_counts, resolve_chunk_stream
 from .config import build_node, check_detect, check_options, check_regime, harness_config
 from .family import family_size, raw_tests, tail_tests
 from .grid import certify, default_cells
-from .looks import SequentialLooks, interim_adjusted, look_plan
+from .looks import SequentialLooks, design_level, interim_adjusted, look_plan
 from .power import detectable_ks_distance, samples_for_distance
 from .verdict import make_report
 
@@ -61,14 +61,17 @@ def check_exactness(verifier, K=None, delta=None, dim=None, *, chunk_stream=None
     detect = check_detect(o["detect"], o["n_bins"])
     cfg = harness_config(verifier, K, delta, 8 if dim is None else dim,
                          **{**{k: v for k, v in options.items() if k not in ("detect", "stop_early")}, "regime": regime})
-    if detect is not None:
+    if detect is not None:   # n designed at the level the final Holm actually uses (looks: 0.99 alpha)
         m = family_size(cfg)
-        n_design = max(2, samples_for_distance(detect, cfg.alpha, m, cfg.false_pass_rate, cfg.n_bins))
+        n_design = max(2, samples_for_distance(detect, design_level(cfg.alpha, o["stop_early"]), m,
+                                               cfg.false_pass_rate, cfg.n_bins))
         cfg = replace(cfg, n_samples=n_design)
+        level = look_plan([cfg], cfg.alpha, o["stop_early"]).final_alpha
         print(f"check_exactness: detect={detect:g} -> n = {n_design:,} rows per dtype pass: detects a pooled KS "
-              f"distance >= {detectable_ks_distance(n_design, cfg.alpha, m, cfg.false_pass_rate, cfg.n_bins):.4g} "
+              f"distance >= {detectable_ks_distance(n_design, level, m, cfg.false_pass_rate, cfg.n_bins):.4g} "
               f"with probability >= {1 - cfg.false_pass_rate:g} at family-wise false-fail rate {cfg.alpha:g} "
-              f"(Holm over m = {m} tests)", file=sys.stderr)
+              f"(Holm over m = {m} tests at the final look's level {level:g}"
+              f"{'; alpha/100 is spent on the interim looks' if level < cfg.alpha else ''})", file=sys.stderr)
     chunk_stream = resolve_chunk_stream(cfg, chunk_stream)
     if o["rng"] is None:
         print(f"check_exactness: random seed {cfg.seed} (pass rng={cfg.seed} to reproduce)", file=sys.stderr)
@@ -83,4 +86,5 @@ def check_exactness(verifier, K=None, delta=None, dim=None, *, chunk_stream=None
         raw = raw_tests(counts, cfg) + tail_tests(counts, node.dim, node.n_directions)
         reject, p_adj = T.holm([t.pvalue for _, t in raw], plan.final_alpha)
     return make_report(counts, node, cfg, raw, p_adj, reject, time.perf_counter() - t0, start,
-                       stop_look=None if looks.stopped is None else looks.stopped.look, n_looks=looks.n_looks)
+                       stop_look=None if looks.stopped is None else looks.stopped.look, n_looks=looks.n_looks,
+                       level=plan.final_alpha)

@@ -22,7 +22,7 @@ import numpy as np
 from .family import family_size, pass_plan, tail_tests
 from .node import n_chunks_of
 
-__all__ = ["INTERIM_SHARE", "LookPlan", "LookStop", "SequentialLooks", "look_positions", "look_plan",
+__all__ = ["INTERIM_SHARE", "design_level", "LookPlan", "LookStop", "SequentialLooks", "look_positions", "look_plan",
            "total_chunks", "interim_tests", "interim_adjusted"]
 
 #: Share of ``alpha`` spent on the interim looks of a run (all looks of all cells together).
@@ -83,6 +83,15 @@ def look_plan(cfgs, alpha: float, enabled: bool = True) -> LookPlan:
     pairs = sum(len(look_positions(total_chunks(c))) * family_size(c) for c in cfgs)
     interim = alpha * INTERIM_SHARE if enabled and pairs else 0.0
     return LookPlan(float(alpha), float(interim), int(pairs) if enabled else 0)
+
+
+def design_level(alpha: float, enabled: bool = True) -> float:
+    """The Holm level at which ``detect=`` designs ``n``: the final look's, ``(1 - INTERIM_SHARE) alpha`` with looks.
+
+    A designed run has interim looks unless it is a single chunk, and then its final level is
+    ``alpha >=`` this one, so the stated power holds either way (``proofs/S1-harness-power.md``, S1.9).
+    """
+    return float(alpha) * (1.0 - INTERIM_SHARE) if enabled else float(alpha)
 
 
 def interim_tests(counts, cfg, node) -> list:

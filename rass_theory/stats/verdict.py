@@ -13,12 +13,14 @@ __all__ = ["make_report"]
 
 
 def make_report(counts, node, cfg, raw, p_adjusted, reject, elapsed, start_chunk, n_family=None, stop_look=None,
-                n_looks=0) -> ExactnessReport:
+                n_looks=0, level=None) -> ExactnessReport:
     """Assemble the report from raw tests and their (family-wise) adjusted p-values.
 
     ``n_family`` is the size of the Holm family (default ``len(raw)``; the grid's for ``certify``);
     ``stop_look`` the interim look that stopped the cell (``None``: it ran to the end) and
-    ``n_looks`` its scheduled interim looks (:mod:`rass_theory.stats.looks`).
+    ``n_looks`` its scheduled interim looks (:mod:`rass_theory.stats.looks`); ``level`` the final
+    Holm's level (default ``cfg.alpha``; ``0.99 alpha`` with looks), at which the report's
+    ``detectable_ks_distance`` is stated.
     """
     counts = [counts] if isinstance(counts, ExactnessCounts) else list(counts)
     tests = []
@@ -32,8 +34,8 @@ def make_report(counts, node, cfg, raw, p_adjusted, reject, elapsed, start_chunk
     n_named, k_named = int(c0.group_rows[0]), int(c0.group_accepted[0])
     rate = k_named / n_named if n_named else float("nan")
     ci = T.clopper_pearson(k_named, n_named, 1 - cfg.alpha)
-    detectable = (detectable_ks_distance(c0.n_valid, cfg.alpha, max(n_family or len(raw), 1), cfg.false_pass_rate,
-                                         node.n_bins)
+    detectable = (detectable_ks_distance(c0.n_valid, cfg.alpha if level is None else level,
+                                         max(n_family or len(raw), 1), cfg.false_pass_rate, node.n_bins)
                   if c0.n_valid else float("inf"))
     valid = sum(c.n_valid for c in counts)
     corrections = 1.0 - sum(c.n_accepted for c in counts) / valid if valid else float("nan")

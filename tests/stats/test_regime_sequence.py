@@ -11,7 +11,8 @@ from rass_theory.stats import family as F
 from rass_theory.stats.config import harness_config
 from rass_theory.stats.family import family_size
 from rass_theory.stats.node import SyntheticNode
-from rass_theory.stats.power import samples_for_distance
+from rass_theory.stats.looks import INTERIM_SHARE
+from rass_theory.stats.power import detectable_ks_distance, samples_for_distance
 from rass_theory.stats.regime import MAX_GROUPS, regime_from_trace
 from rass_theory.testing import assert_exact, stated_power
 
@@ -87,11 +88,31 @@ class TestRegime:
 
 class TestDetect:
     def test_designed_n_is_printed_and_used(self, capsys):
+        # the designed run has interim looks, so its final Holm runs at 0.99 alpha and n is designed there
         rep = rt.check_exactness(resample, detect=0.05, **{k: v for k, v in FAST.items() if k != "n_samples"})
         cfg = harness_config(resample, 4, 1.0, 8, n_samples=10, rng=3, chunk_size=6_000, n_bins=256, two_sample_size=0)
-        n = samples_for_distance(0.05, 1e-3, family_size(cfg), 0.01, 256)
+        level = 1e-3 * (1 - INTERIM_SHARE)
+        n = samples_for_distance(0.05, level, family_size(cfg), 0.01, 256)
+        assert rep.n_looks >= 1 and n > samples_for_distance(0.05, 1e-3, family_size(cfg), 0.01, 256)
         assert rep.n_samples == n and rep.detectable_ks_distance <= 0.05
-        assert f"n = {n:,}" in capsys.readouterr().err
+        assert rep.detectable_ks_distance == detectable_ks_distance(rep.n_valid, level, family_size(cfg), 0.01, 256)
+        err = capsys.readouterr().err
+        assert f"n = {n:,}" in err and f"level {level:g}" in err
+
+    def test_grid_designs_the_power_cell_at_the_final_level(self, capsys):
+        cells = [dict(K=2, delta=1.0, dim=8, n_samples=2_000), dict(K=4, delta=1.0, dim=8, power=True)]
+        rep = rt.certify(resample, cells, show=False, detect=0.05, chunk_size=6_000, n_bins=256,
+                         two_sample_size=0, rng=3, dtype="float64")
+        level = 1e-3 * (1 - INTERIM_SHARE)
+        n = samples_for_distance(0.05, level, rep.n_tests, 0.01, 256)
+        assert rep.cells[1].n_samples == n and rep.cells[1].n_looks >= 1
+        assert f"level {level:g}" in capsys.readouterr().err
+
+    def test_without_looks_n_is_designed_at_alpha(self):
+        rep = rt.check_exactness(resample, detect=0.05, stop_early=False,
+                                 **{k: v for k, v in FAST.items() if k != "n_samples"})
+        cfg = harness_config(resample, 4, 1.0, 8, n_samples=10, rng=3, chunk_size=6_000, n_bins=256, two_sample_size=0)
+        assert rep.n_looks == 0 and rep.n_samples == samples_for_distance(0.05, 1e-3, family_size(cfg), 0.01, 256)
 
     @pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1e-4, float("nan")])
     def test_bad_detect(self, bad):
