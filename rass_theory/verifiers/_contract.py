@@ -144,7 +144,10 @@ def check_contract(result, children, *, strict: bool = False) -> list:
     ``states[i] == children[i, child_index[i]]`` exactly (compared after NumPy type promotion, so
     a float32 child stored in a float64 state still counts as a copy).
     """
-    return _finish(contract_check(result, children).issues, strict)
+    issues = contract_check(result, children).issues
+    if strict and issues:
+        raise ContractViolation(issues)
+    return issues
 
 
 def _dtype_kind(arr) -> str:
@@ -226,19 +229,10 @@ def contract_check(result, children, *, values: bool = True) -> ContractCheck:
     check = accepted & in_range & (index >= 0)
     rows = np.flatnonzero(check)
     if rows.size:
-        claimed = children[rows, index[rows]]
-        same = (states[rows] == claimed).all(axis=1)
-        valid[rows[~same]] = False
-        if not same.all():
-            bad = np.zeros(n, dtype=bool)
-            bad[rows[~same]] = True
-            issues.append(_rows_issue("not_a_copy", bad,
+        differs = rows[~(states[rows] == children[rows, index[rows]]).all(axis=1)]
+        valid[differs] = False
+        if differs.size:
+            issues.append(_rows_issue("not_a_copy", np.isin(np.arange(n), differs),
                                       "result.states[i] claims to be children[i, child_index[i]] but differs from it "
                                       "(where accepted, states must equal that child exactly)"))
     return ContractCheck(issues, states, accepted, index, valid)
-
-
-def _finish(issues, strict):
-    if strict and issues:
-        raise ContractViolation(issues)
-    return issues
