@@ -142,8 +142,9 @@ def _coefficients(K: int):
 @functools.lru_cache(maxsize=None)
 def _binomials(K: int):
     """``C(K, i)`` (``i <= K``), correctly rounded (``math.comb``): the coefficients of ``G - Phi``,
-    where ``exp`` of ``lgamma`` differences loses ``eps lgamma(K + 1)`` (``2e-14`` at ``K = 64``)."""
-    return tuple(float(math.comb(K, i)) for i in range(K + 1))
+    where ``exp`` of ``lgamma`` differences loses ``eps lgamma(K + 1)`` (``2e-14`` at ``K = 64``);
+    ``inf`` beyond the float range (``K > 1029``), as ``exp`` of the logs gives."""
+    return tuple(float(c) if c.bit_length() < 1024 else math.inf for c in map(lambda i: math.comb(K, i), range(K + 1)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -35,9 +35,9 @@ from typing import Protocol, Sequence
 import numpy as np
 from scipy.special import betainc, gammaln, log_ndtr, ndtr
 
-from rass_theory.exact import batch as _batch
 from rass_theory.exact._roots import bracketed_roots
 from rass_theory.exact._window import window as default_window
+from rass_theory.exact.laws import rank_law, residual_intervals
 from rass_theory.exact.normal import interval_mass as normal_mass, log_phi
 
 __all__ = [
@@ -375,6 +375,26 @@ def certified_gap(ev: TVEvaluation, w: np.ndarray) -> float:
     return best
 
 
+def _polish(fun, roots):
+    """Roots of ``fun`` near ``roots``: the nearest bracket ``[c - e, c + e]`` with a sign change,
+    ``e = 1e-12, 1e-9, 1e-6, 1e-3`` times ``1 + |c|``, refined by
+    :func:`rass_theory.exact._roots.bracketed_roots`; a root without one is kept."""
+    roots = np.asarray(roots, dtype=np.float64)
+    lo, hi = roots.copy(), roots.copy()
+    todo = np.ones(roots.size, dtype=bool)
+    for e in (1e-12, 1e-9, 1e-6, 1e-3):
+        eta = e * (1.0 + np.abs(roots))
+        a, b = roots - eta, roots + eta
+        flip = todo & ((fun(a) > 0) != (fun(b) > 0))
+        lo[flip], hi[flip] = a[flip], b[flip]
+        todo &= ~flip
+    out = roots.copy()
+    ok = ~todo
+    if np.any(ok):
+        out[ok] = bracketed_roots(fun, lo[ok], hi[ok])
+    return out
+
+
 class RankSegment:
     """The rank basis on the whole line: ``b_j(s) = K C(K-1, j) phi(s) Phi(s)^j (1-Phi(s))^(K-1-j)``.
 
@@ -422,15 +442,23 @@ class RankSegment:
         return fun, (lambda s: np.exp(log_phi(s)))
 
     def intervals(self, w, delta, window):
-        """Crossings, signs of ``f - g_w`` between them, and ``TV``, from the per-row engine.
+        """Crossings, signs of ``f - g_w`` between them, and ``TV``, from the one crossing search.
 
-        The same code as :func:`rass_theory.exact.rass.rass_tv` and the verifiers' residual
-        (:func:`rass_theory.exact.batch.residual_intervals`); ``TV`` is its excess-form mass.
+        :func:`rass_theory.exact.laws.residual_intervals` (the search of every residual, on the
+        truncation window ``window`` of :mod:`rass_theory.exact._window`); ``TV`` is its
+        excess-form mass.  For ``delta < 1`` each crossing is polished on
+        :meth:`sign_function` (:func:`_polish`): ``log f - log g_w`` carries an absolute
+        rounding ``eps`` against an ``O(delta)`` signal, which moves a crossing by
+        ``~eps / delta``, first order in the certificate's component masses.
         """
-        ri = _batch._rass_intervals(np.asarray(w, dtype=np.float64), np.array([float(delta)]),
-                                    -float(window[0]), None)[0]
-        nc = int(ri.n_crossings[0])
-        return ri.bounds[0, 1:1 + nc], [bool(x) for x in ri.positive[0, :nc + 1]], float(ri.total[0])
+        w = np.asarray(w, dtype=np.float64)
+        bounds, positive, mass = residual_intervals(rank_law(w), np.array([float(delta)]))
+        nc = int(np.count_nonzero(np.isfinite(bounds[0])))
+        roots = bounds[0, 1:1 + nc]
+        custom = self.sign_function(w, delta)
+        if custom is not None and nc:
+            roots = _polish(custom[0], roots)
+        return roots, [bool(x) for x in positive[0, :nc + 1]], float(mass[0].sum())
 
     def component_masses(self, a, b):
         a = np.asarray(a, dtype=np.float64)[:, None]
