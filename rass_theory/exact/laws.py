@@ -385,17 +385,26 @@ class RankLaw:
         Q_row = nx.where(finite, nx.ndtr(-tt), nx.zeros_like(t))
         q = nx.maximum(nx.where(grid[None, :] > 0, Q[None, :] - Q_row, P_row - p[None, :]), 0.0)
         pp = _powers(p, K - 1)
-        qq = _powers(q, K - 1)
-        B = self._col(self._pdf_coef, 0) * qq[K - 1]
+        # Horner in q: sum_j c_j p^j q^(K-1-j) = (((c_0 q + c_1 p) q + c_2 p^2) q + ...) (positive terms)
+        B = self._col(self._pdf_coef, 0) + nx.zeros_like(q)
         for j in range(1, K):
-            B = B + self._col(self._pdf_coef, j) * (pp[j][None, :] * qq[K - 1 - j])
+            B = B * q + self._col(self._pdf_coef, j) * pp[j][None, :]
         with np.errstate(divide="ignore"):
             out = nx.log(B)
-        small = ~(B > 1e-280)
+        below = grid[None, :] < t
+        small = ~(B > 1e-280) & below                      # above t the law of the maximum is used
         if nx.maybe_any(small):
-            out = nx.where(small, self._log_ratio_log_space(grid[None, :] + nx.zeros_like(out)), out)
+            idx = nx.rows_where(small.reshape(-1))
+            if idx is None:
+                out = nx.where(small, self._log_ratio_log_space(grid[None, :] + nx.zeros_like(out)), out)
+            elif idx.shape[0]:
+                m = grid.shape[0]
+                sub = self.take(idx // m)._log_ratio_log_space(grid[idx % m][:, None])[:, 0]
+                out = nx.copy(out).reshape(-1)
+                out[idx] = sub
+                out = out.reshape(B.shape)
         top = math.log(K) + (K - 1) * nx.log_ndtr(grid)
-        return nx.where(grid[None, :] < t, out, top[None, :] + nx.zeros_like(out))
+        return nx.where(below, out, top[None, :])
 
 
 def rank_law(weights) -> RankLaw:
@@ -750,7 +759,11 @@ def _sample_block(law, delta, u):
     keys = law.keys()
     col = delta[:, None]
     key = col if keys is None else nx.concat([keys if keys.ndim == 2 else keys[:, None], col], 1)
-    groups = nx.unique_rows(key)
+    # rows with distinct deltas have distinct laws: no grouping to look for (a sort, not a
+    # row-wise unique; an accelerator cannot tell and skips grouping anyway)
+    sd = nx.sort(delta, 0)
+    distinct = delta.shape[0] < 2 or not nx.maybe_any(sd[1:] == sd[:-1])
+    groups = None if distinct else nx.unique_rows(key)
     if groups is not None and int(groups[0].shape[0]) < delta.shape[0]:
         first, inverse = groups
         bounds, positive, mass, Dv = _intervals(law.take(first), delta[first], whi[first])
@@ -788,12 +801,25 @@ def _sample_block(law, delta, u):
     lo = nx.where(excess(x_f, rows) <= 0, x_f, a)
     hi = b
     found = lo > b
-    for step in (0.0625, 0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0):
-        p = nx.minimum(lo + step, b)
-        up = (excess(p, rows) >= 0) & ~found
-        hi = nx.where(up, p, hi)
-        found = found | up
-        lo = nx.where(found, lo, p)
+    steps = (0.0625, 0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+    open_rows = nx.rows_where(~found)
+    if open_rows is None:                      # accelerator: every row at every step, merged
+        for step in steps:
+            p = nx.minimum(lo + step, b)
+            up = (excess(p, rows) >= 0) & ~found
+            hi = nx.where(up, p, hi)
+            found = found | up
+            lo = nx.where(found, lo, p)
+    else:                                      # the same steps on the rows still open only
+        lo, hi = nx.copy(lo), nx.copy(hi)
+        for step in steps:
+            if open_rows.shape[0] == 0:
+                break
+            p = nx.minimum(lo[open_rows] + step, b[open_rows])
+            up = excess(p, open_rows) >= 0
+            hi[open_rows[up]] = p[up]
+            lo[open_rows[~up]] = p[~up]
+            open_rows = open_rows[~up]
     out = nx.find_root(excess, lo, hi, args=(rows,), bisections=6, steps=18)
     # no residual mass (g = f): the residual is never used; the draw is then from f itself
     return nx.where(total > 0, out, delta + nx.ndtri(nx.clip(u, 1e-300, 1.0 - 2.0 ** -53)))
