@@ -15,27 +15,17 @@ from dataclasses import dataclass
 import torch
 
 from ..backend import get_backend
+from ..frame import degenerate_tolerance
 from ._batch import NodeBatch, finish, project_children
 from ._result import VerifierResult
 
-__all__ = ["TorchVerifierResult", "prepare", "finish", "as_torch_generator",
-           "degenerate_tolerance", "SUPPORTED_DTYPES", "COMPUTE_DTYPE"]
+__all__ = ["TorchVerifierResult", "prepare", "finish", "as_torch_generator", "SUPPORTED_DTYPES", "COMPUTE_DTYPE"]
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64)
 
 
 #: the frame and every decision are computed in this dtype for float32 and float64 inputs alike
 COMPUTE_DTYPE = torch.float64
-
-
-def degenerate_tolerance(dtype: torch.dtype = COMPUTE_DTYPE) -> float:
-    """``sqrt(eps_float64) ~ 1.49e-8`` for every input dtype: rows with ``delta`` at or below it accept child 0.
-
-    The frame and the decision are float64 whatever the inputs' dtype, so the degenerate band
-    (``TV <= 2 Phi(delta/2) - 1 <= 5.9e-9`` per node) no longer widens to ``sqrt(eps_float32)``
-    (``TV`` up to ``1.38e-4``) for float32 inputs (proof ``proofs/P1-rank1-reduction.md``).
-    """
-    return math.sqrt(torch.finfo(COMPUTE_DTYPE).eps)
 
 
 @dataclass(frozen=True)
@@ -174,6 +164,6 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) 
     if d > 0:  # zero displacement: e = e_1, as in NumPy (rass_theory.frame); O(n), no host sync
         direction[:, 0] += zero.to(f64)
     delta = norm / sig
-    degenerate = delta <= degenerate_tolerance()
+    degenerate = delta <= degenerate_tolerance()     # sqrt(eps_float64) for every input dtype, as in NumPy
     s = project_children(nx, children, md, direction, sig)
     return NodeBatch(nx, children, md, sig, direction, delta, degenerate, s, gen, TorchVerifierResult)
