@@ -1,0 +1,63 @@
+"""Tests for rass_theory.exact.segments: the RASS segment on the one crossing search, the polish
+of its crossings at small delta, and evaluate_tv's identities."""
+import math
+
+import numpy as np
+import pytest
+
+from rass_theory.exact import laws, segments
+from rass_theory.exact._window import window
+
+
+class TestRankSegmentIntervals:
+    @pytest.mark.parametrize("K,delta", [(3, 1.0), (8, 2.5), (16, 6.0)])
+    def test_same_crossings_signs_and_tv_as_the_engine(self, K, delta, rng):
+        """At ``delta >= 1`` nothing is polished: the segment reports the engine's search."""
+        w = rng.dirichlet(np.ones(K))
+        roots, signs, tv = segments.rank_segment(K).intervals(w, delta, window(K, delta))
+        bounds, positive, mass = laws.residual_intervals(laws.rank_law(w), np.array([delta]))
+        nc = int(np.isfinite(bounds[0]).sum())
+        np.testing.assert_array_equal(roots, bounds[0, 1:1 + nc])
+        assert signs == [bool(x) for x in positive[0, :nc + 1]]
+        assert tv == mass[0].sum()
+
+    @pytest.mark.parametrize("K", [4, 16])
+    @pytest.mark.parametrize("delta", [1e-8, 1e-5])
+    def test_small_delta_crossing_is_polished(self, K, delta):
+        """Uniform weights: ``g = phi``, one crossing at ``delta / 2``.  ``log f - log g`` has an
+        absolute rounding ``eps`` against a slope ``delta``, so the engine's own root is off by up
+        to ``~eps / delta`` (measured 7e-8 at ``delta = 1e-8``, seven times ``delta``); the polish
+        on the sign function ``expm1(delta s - delta^2 / 2) - 0`` finds it to rounding."""
+        w = np.full(K, 1.0 / K)
+        roots, signs, tv = segments.rank_segment(K).intervals(w, delta, window(K, delta))
+        assert roots.size == 1 and signs == [False, True]
+        assert abs(roots[0] - delta / 2) < 1e-6 * delta
+        ev = segments.rass_evaluation(w, delta)
+        assert ev.tv == pytest.approx(math.erf(delta / (2 * math.sqrt(2.0))), rel=1e-12)   # 2 Phi(delta/2) - 1
+
+
+class TestPolish:
+    def test_roots_found_from_nearby_guesses(self):
+        def fun(x):
+            return x ** 3 - 2.0
+
+        guess = 2.0 ** (1 / 3) + np.array([1e-13, -3e-8, 2e-5])
+        out = segments._polish(fun, guess)
+        np.testing.assert_allclose(out, 2.0 ** (1 / 3), rtol=0, atol=4e-16)
+
+    def test_root_without_a_nearby_sign_change_is_kept(self):
+        out = segments._polish(lambda x: x * x + 1.0, np.array([0.5]))
+        assert out[0] == 0.5
+
+
+class TestEvaluateTV:
+    @pytest.mark.parametrize("K,delta", [(2, 0.3), (5, 1.5), (8, 4.0)])
+    def test_identities(self, K, delta, rng):
+        """``acceptance + TV = 1``, ``grad_j = b_j(A)`` sums to ``g_w(A) = f(A) - TV`` at ``w``,
+        and the certified gap of the evaluated weights is ``>= 0``."""
+        w = rng.dirichlet(np.ones(K))
+        ev = segments.rass_evaluation(w, delta, hessian=True)
+        assert ev.acceptance + ev.tv == pytest.approx(1.0, abs=1e-15)
+        assert ev.grad @ w == pytest.approx(ev.interval_f.sum() - ev.tv, abs=1e-14)
+        assert segments.certified_gap(ev, w) >= 0.0
+        assert np.all(np.linalg.eigvalsh(ev.hessian) <= 1e-12)       # concave acceptance
