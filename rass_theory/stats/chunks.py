@@ -41,6 +41,10 @@ def call_batches(spec):
     return [(a, b) for a, b in bounds if b > a]
 
 
+#: Children are drawn and scaled in blocks of about this many values (256 KiB of float64).
+CHILD_BLOCK_VALUES = 1 << 15
+
+
 def draw_chunk(node, spec):
     """The chunk's nodes and children (float64): ``(RowNodes, children (n, K, dim))``.
 
@@ -53,9 +57,14 @@ def draw_chunk(node, spec):
         ratio = rows.sigma[a] / rows.sigma[a:b]
         rows.sigma[a:b] = rows.sigma[a]
         rows.mu_target[a:b] = rows.mu_draft[a:b] + ratio[:, None] * (rows.mu_target[a:b] - rows.mu_draft[a:b])
-    children = np.random.default_rng(sub_seed(spec.seed, 0)).standard_normal((spec.n, node.K, node.dim))
-    children *= rows.sigma[:, None, None]
-    children += rows.mu_draft[:, None, :]
+    children = np.empty((spec.n, node.K, node.dim))
+    g = np.random.default_rng(sub_seed(spec.seed, 0))
+    step = max(1, CHILD_BLOCK_VALUES // (node.K * node.dim))
+    for a in range(0, spec.n, step):   # drawn and scaled block by block, in cache; the same stream as one draw
+        block = children[a:a + step]
+        g.standard_normal(out=block)
+        block *= rows.sigma[a:a + step, None, None]
+        block += rows.mu_draft[a:a + step, None, :]
     return rows, children
 
 

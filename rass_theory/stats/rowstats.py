@@ -227,17 +227,24 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
     large = np.asarray(node.deltas)[np.asarray(group)[vi]] >= LARGE_DELTA
     out["tail_rows"][:] = (n_ok, int(large.sum()))
     values = {"t": t[vi], "r": r[vi], "dir0": dirs[0, vi] if node.n_directions else None, "diag": diag[vi]}
+    # one pass per statistic keeps the rows beyond its lowest threshold (about 1e-4 of them); every
+    # tail is then counted on those few rows
+    lowest = {"r": r_tail[4.0], "t": 4.0, "dir0": 4.0, "diag": 4.0}
+    for stat, x in list(values.items()):
+        if x is not None:
+            far = np.flatnonzero((x if stat == "r" else np.abs(x)) > lowest[stat])
+            values[stat] = (x[far], large[far])
     for k, (_, stat, side, thr) in enumerate(TAILS):
-        x = values[stat]
-        if x is None or (stat == "r" and d == 1) or (stat == "diag" and not node.n_directions):
+        if values[stat] is None or (stat == "r" and d == 1) or (stat == "diag" and not node.n_directions):
             continue
+        x, big = values[stat]
         if stat == "r":
             beyond = x > r_tail[thr]
         elif side == 0:
             beyond = np.abs(x) > thr
         else:
             beyond = side * x > thr
-        out["tail_counts"][k] = (np.count_nonzero(beyond), np.count_nonzero(beyond & large))
+        out["tail_counts"][k] = (np.count_nonzero(beyond), np.count_nonzero(beyond & big))
 
     # acceptance per delta group
     G = node.n_groups

@@ -125,3 +125,17 @@ def test_fast_normal_binning_equals_searchsorted(node, rng):
     x = np.concatenate([rng.standard_normal(100_000) * 3, node.z_edges, np.nextafter(node.z_edges, -np.inf),
                         [-40.0, 40.0, -8.3, 8.3, 0.0]])
     assert np.array_equal(node.bin_normal(x), node.bin(x, node.z_edges))
+
+
+@pytest.mark.parametrize("K, dim, n", [(2, 8, 70_001), (4, 256, 300), (1, 1, 5)])
+def test_blocked_children_are_one_draw(K, dim, n):
+    """``draw_chunk`` draws the children block by block: the same values as one ``(n, K, dim)`` draw."""
+    from rass_theory.stats.node import sub_seed
+
+    node = SyntheticNode.build(K, 1.0, dim, entropy=3)
+    spec = chunk_plan(n, n, 3, 0)[0]
+    rows, children = draw_chunk(node, spec)
+    ref = np.random.default_rng(sub_seed(spec.seed, 0)).standard_normal((n, K, dim))
+    ref *= rows.sigma[:, None, None]
+    ref += rows.mu_draft[:, None, :]
+    assert np.array_equal(children, ref)
