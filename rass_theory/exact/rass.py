@@ -58,10 +58,11 @@ def crossings(weights, delta) -> np.ndarray:
 
     Notes
     -----
-    Sign changes of ``h = log f - log g_w`` on a grid over ``[-L, L] U [delta - L, delta + L]``
-    (spacing ``min(0.1, 0.5/sqrt(K))``, :func:`rass_theory.exact.batch.grid_spacing`, with a search for
-    pairs of crossings hidden inside one cell near a local minimum of ``|h|``), refined to a bracket of
-    relative width ``8 eps``.  Crossings outside that range, where both densities carry mass below
+    The one crossing search, :func:`rass_theory.exact.laws.residual_intervals`: sign changes of
+    ``h = log f - log g_w`` on the engine's grid (spacing :func:`rass_theory.exact.laws.grid_spacing`,
+    ``min(0.1, 0.5/sqrt(K))``, with a split of pairs of crossings hidden inside one cell),
+    refined to a bracket of relative width ``8 eps``.  Crossings outside the truncation window
+    ``[-L, max(delta, sqrt(2 log K)) + L]``, where both densities carry mass below
     ``(K + 1) Phi(-L) <= 1e-27`` (``L = L(K)``, :mod:`rass_theory.exact._window`), are not reported.
     """
     return residual_law(weights, delta).crossings.copy()

@@ -12,8 +12,8 @@ any interval are closed form, and ``g_0`` a fixed sub-density (zero for RASS).  
 * the crossing points of ``f = phi(. - delta)`` and ``g_w`` (sign changes of
   ``r = log f - log g_w`` on a grid over the window of :mod:`rass_theory.exact._window`,
   refined by :func:`rass_theory.exact._roots.bracketed_roots`), or, for the RASS segment
-  (:class:`RankSegment`), the crossings of the per-row engine :mod:`rass_theory.exact.batch`
-  that also serves :func:`rass_theory.exact.rass.rass_tv` and the verifiers,
+  (:class:`RankSegment`), the one crossing search of every residual,
+  :func:`rass_theory.exact.laws.residual_intervals` (also behind the verifiers),
 * ``A = {f > g_w}`` as a union of intervals,
 * the acceptance ``int min(f, g_w) = f(A^c) + g_w(A)`` and ``TV = f(A) - g_w(A)``, each
   summed from closed-form interval masses (so each keeps relative accuracy in its own tail;
