@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .._validation import as_generator, check_positive_int
-from ._contract import THRESHOLD_GRID, check_result, verifier_name
+from ._contract import THRESHOLD_GRID, check_result, resolve_verifier, verifier_name
 from .kernel import plain_kernel
 from ._checks import check_bool, check_prefetch, unfinished_rows
 from .results import NodeRecord, RoundRecord, SpeculativeResult, speedup_estimate
@@ -142,26 +142,12 @@ class _SnappedThreshold:
 
 
 def resolve_torch_verifier(spec, K: int):
-    """A torch verifier for ``K`` children: ``"rmc"``, ``"dgrs"``, ``"rass"``, ``"threshold"``,
-    ``"optimal_list"`` or a callable
-    obeying the torch verifier contract (returned unchanged)."""
-    if isinstance(spec, str):
-        from ..torch import verifiers as tv
-
-        name = spec.strip().lower().replace("-", "").replace("_", "")
-        if name == "threshold":
-            return _SnappedThreshold()
-        if name == "rmc" and K != 1:
-            raise ValueError(f"verifier 'rmc' needs K = 1, got K = {K}")
-        if name in ("rmc", "dgrs", "rass"):
-            return getattr(tv, name)()
-        if name == "optimallist":
-            return tv.optimal_list()
-        raise ValueError(f"verifier must be one of 'rmc', 'dgrs', 'rass', 'threshold', 'optimal_list' or a "
-                         f"callable, got {spec!r}")
-    if callable(spec):
-        return spec
-    raise TypeError(f"verifier must be a rule name or a callable torch verifier, got {type(spec).__name__}")
+    """A torch verifier for ``K`` children: ``"threshold"`` is :class:`_SnappedThreshold`; every
+    other rule name and any callable resolve as for the NumPy sampler
+    (:func:`._contract.resolve_verifier`: one class per rule serves both back ends)."""
+    if isinstance(spec, str) and spec.strip().lower() == "threshold":
+        return _SnappedThreshold()
+    return resolve_verifier(spec, K)
 
 
 def _check_verifier_output(res, children: torch.Tensor, like: torch.Tensor, name: str):

@@ -51,6 +51,17 @@ class TestValidation:
         with pytest.raises(ValueError, match="verifier"):
             speculative_sample_torch(gm8, "magic", K=2, L=2, n_samples=4, rng=0)
 
+    def test_rule_names_resolve_as_in_numpy(self):
+        """One resolver for both samplers: the same classes, "threshold" snapped per grid cell on torch."""
+        from rass_theory.diffusion._contract import resolve_verifier
+        from rass_theory.diffusion.torch_sampler import _SnappedThreshold, resolve_torch_verifier
+
+        for name in ("dgrs", "rass", "optimal_list", "resample"):
+            assert type(resolve_torch_verifier(name, 3)) is type(resolve_verifier(name, 3))
+        assert isinstance(resolve_torch_verifier("threshold", 3), _SnappedThreshold)
+        with pytest.raises(TypeError, match="verifier must be a rule name"):
+            resolve_torch_verifier(42, 3)
+
     def test_evaluate_leaves_type(self, gm8):
         with pytest.raises(TypeError, match="evaluate_leaves"):
             speculative_sample_torch(gm8, "dgrs", K=2, L=2, n_samples=4, rng=0, evaluate_leaves="yes")
