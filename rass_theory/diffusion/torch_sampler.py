@@ -317,8 +317,8 @@ def speculative_sample_torch(target, verifier, K=4, L=3, n_samples: int = 1000, 
         ``velocity`` receives flattened states ``(m, dim)`` and ``s`` of shape ``(m,)`` (see
         :mod:`rass_theory.models` for adapters); a NumPy mixture is wrapped in float64.
     verifier : str or callable
-        ``"rmc"``, ``"dgrs"``, ``"rass"``, ``"threshold"``, ``"optimal_list"`` (resolved by
-        :func:`resolve_torch_verifier` to the :mod:`rass_theory.torch.verifiers` rules) or a torch
+        ``"rmc"``, ``"dgrs"``, ``"rass"``, ``"threshold"``, ``"optimal_list"``, ``"resample"``
+        (resolved by :func:`resolve_torch_verifier` to the :mod:`rass_theory.torch.verifiers` rules) or a torch
         verifier callable ``(children, mu_draft, mu_target, sigma, generator) -> result``.
     K, L, n_samples, n_steps, churn, kind, prefetch, protocol, evaluate_leaves
         As in :func:`rass_theory.diffusion.speculative_sample` (frozen draft, full expansion).
