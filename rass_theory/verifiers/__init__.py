@@ -53,9 +53,10 @@ def get_verifier(name_or_callable, K: int | None = None):
     Parameters
     ----------
     name_or_callable : str or callable
-        One of ``"rmc"``, ``"dgrs"``, ``"rass"`` (optimal weights), ``"threshold"`` (optimal
-        threshold policy), ``"resample"`` -- case-insensitive, ``-``/``_`` ignored -- or any
-        callable obeying the contract, returned unchanged.
+        One of :data:`VERIFIER_NAMES`: ``"rmc"``, ``"dgrs"``, ``"rass"`` (optimal weights),
+        ``"threshold"`` (optimal threshold policy), ``"resample"``, ``"optimal_list"`` --
+        case-insensitive, ``-``/``_`` ignored -- or any callable obeying the contract, returned
+        unchanged.  The same classes serve NumPy arrays and torch tensors.
     K : int, optional
         Children per node; checked against the rule (``"rmc"`` needs ``K = 1``).
 
