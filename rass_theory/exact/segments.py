@@ -475,24 +475,6 @@ class RankSegment:
 
 
 @functools.lru_cache(maxsize=None)
-def _segment(K: int) -> RankSegment:
-    return RankSegment(K)
-
-
-def exact_rank_evaluation(weights, delta: float, *, hessian: bool = False) -> TVEvaluation:
-    """Exact acceptance, TV, gradient (and Hessian) of RASS with the given rank weights.
-
-    Notes
-    -----
-    See :func:`rass_theory.optimize.mixture_tv.evaluate_tv`; ``grad_j = b_j(A)`` with
-    ``A = {f > g_w}`` (proofs/P4-weight-program.md, P4.1-P4.2).
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    K = w.size
-    return evaluate_tv([_segment(K)], w, float(delta), window=default_window(K, delta), hessian=hessian)
-
-
-@functools.lru_cache(maxsize=None)
 def rank_segment(K: int) -> RankSegment:
     """The (cached) RASS segment for ``K`` children."""
     return RankSegment(K)
