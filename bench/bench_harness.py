@@ -18,7 +18,9 @@ after a change (``PYTHONPATH=<old checkout> python bench/bench_harness.py --tag 
     python bench/bench_harness.py [--n-samples 400000] [--repeats 3] [--rule resample] [--tag after] [--grid]
 
 ``--grid`` also times the whole default grid, ``rt.check_exactness(rt.verifiers.rass())`` with no
-options (wall and CPU seconds, one run), as issue 19 asks.
+options (wall and CPU seconds, one run), as issue 19 asks.  ``--breakdown`` prints instead the CPU
+milliseconds of every step of one chunk (node draw, children, verifier, contract check, probe,
+frames, statistics, tests) at K = 4 and K = 2, dim 8: where the overhead goes.
 """
 from __future__ import annotations
 
@@ -64,6 +66,68 @@ def measure(rt, rule, K, delta, dim, n, chunk):
     return harness, verifier.seconds, children, rep.passed
 
 
+def breakdown(rt, rule, K, delta, dim, n, repeats):
+    """CPU ms of each step of one chunk of ``n`` rows (float64 pass), minimum over ``repeats``.
+
+    Re-runs the steps of ``stats.chunks.run_chunk_numpy`` one by one (same calls, same order) and
+    the end-of-cell tests on the chunk's counts; needs the split harness modules of this tree.
+    """
+    from rass_theory.stats import chunks as C, config as CF, family as F
+    from rass_theory.stats.call_check import CallChecker, sequence_probe
+    from rass_theory.stats.node import sub_seed
+    from rass_theory.stats.rowstats import counts_from_rows
+
+    v = rule()
+    cfg = CF.harness_config(v, K, delta, dim, n_samples=n, chunk_size=n, rng=0, dtype="float64", two_sample_size=0)
+    node = CF.build_node(cfg)
+    spec = C.run_plan(cfg)[0]
+    best = {}
+    for _ in range(repeats):
+        times = {}
+        t = time.process_time()
+
+        def lap(name):
+            nonlocal t
+            now = time.process_time()
+            times[name] = times.get(name, 0.0) + now - t
+            t = now
+
+        rows = node.draw(np.random.default_rng(sub_seed(spec.seed, 2)), spec.n, spec.dtype)
+        lap("node draw (per-row sigma, mu_draft, e, delta)")
+        children = np.random.default_rng(sub_seed(spec.seed, 0)).standard_normal((spec.n, K, dim))
+        lap("children: standard_normal (the baseline)")
+        children *= rows.sigma[:, None, None]
+        children += rows.mu_draft[:, None, :]
+        lap("children: scale and shift")
+        md, mt, sig = rows.mu_draft, rows.mu_target, rows.sigma
+        rng = np.random.default_rng(sub_seed(spec.seed, 1))
+        checker = CallChecker(spec.n, dim, "float64")
+        calls = C.call_batches(spec)
+        results = [v(children[a:b], md[a:b], mt[a:b], sig[a:b] if j == len(calls) - 1 else float(sig[a]), rng)
+                   for j, (a, b) in enumerate(calls)]
+        lap("verifier calls")
+        for (a, b), res in zip(calls, results):
+            checker.record(a, b, res, children[a:b], np.float64)
+        lap("contract check (CallChecker.record)")
+        m = min(C.PROBE_ROWS, spec.n)
+        probe = [C.probe_children(node, rows, spec, m, j) for j in range(2)]
+        states = sequence_probe(lambda j: v(probe[j], md[:m], mt[:m], sig[:m], rng), checker, m,
+                                lambda: C._numpy_rng_state(rng), C._snapshot, C._unchanged,
+                                lambda r: C._probe_states(r, m, dim))
+        lap("calls-in-sequence probe (2 calls of 1000 rows)")
+        frame = node.frame(md, mt, sig, C.fallback_directions(rows, node))
+        sums = C.probe_sums(node, frame, states)
+        lap("row frames + probe sums")
+        counts = counts_from_rows(node, frame, checker.states, checker.valid, checker.accepted, rows.group,
+                                  checker.violations, checker.messages, spec.keep, calls[-1:], sums)
+        lap("row statistics and binning (counts_from_rows)")
+        F.raw_tests([counts], cfg) + F.tail_tests([counts], dim, node.n_directions)
+        lap("tests of the cell (once per look and at the end)")
+        for k, x in times.items():
+            best[k] = min(best.get(k, x), x)
+    return best
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="harness overhead per row against the child draw")
     parser.add_argument("--n-samples", type=int, default=400_000)
@@ -75,11 +139,19 @@ def main(argv=None):
     parser.add_argument("--grid", action="store_true", help="also time the default grid for rass()")
     parser.add_argument("--skip-cells", action="store_true", help="only the --grid timing")
     parser.add_argument("--cells", default=None, help="only these cells, e.g. '4,0.5,8;2,1,8' (default: all)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="only the CPU ms of each step of one 100k-row chunk of the dim-8 cells")
     args = parser.parse_args(argv)
 
     import rass_theory as rt
 
     rule = getattr(rt.verifiers, args.rule)
+    if args.breakdown:
+        for K, delta, dim in ((4, 0.5, 8), (2, 1.0, 8)):
+            steps = breakdown(rt, rule, K, delta, dim, args.chunk_size, args.repeats)
+            print(json.dumps({"K": K, "dim": dim, "rows": args.chunk_size,
+                              "cpu_ms": {k: round(1000 * x, 1) for k, x in steps.items()}}), flush=True)
+        return
     rt.check_exactness(rule(), K=4, delta=0.5, dim=8, n_samples=2000, rng=0)  # warm imports and caches
     rows = []
     cells = CELLS if args.cells is None else tuple(
