@@ -97,9 +97,49 @@ def log_rank_ratio(nx, weights, s):
     Notes
     -----
     ``g_w(s)/phi(s) = sum_j w_j K C(K-1, j) Phi(s)^j Phi(-s)^(K-1-j)`` (proof
-    ``P7-selected-law``), summed as a log-sum-exp of log-space terms built from ``log_ndtr(s)``
-    and ``log_ndtr(-s)``: no tail cancels and nothing underflows, at any ``s`` and ``K``.
+    ``P7-selected-law``).  For ``K <= 512`` it is summed in linear space by Horner's rule in
+    ``q = Phi(-s)`` with ``p = Phi(s)``, both from their own tails (relative accuracy; positive
+    terms, so the sum keeps ``O(K eps)`` relative accuracy), and the log taken once.  Where that
+    sum falls below ``1e-280`` (linear powers underflow far in a tail), and for larger ``K``, it
+    is a log-sum-exp of log-space terms built from ``log_ndtr(s)`` and ``log_ndtr(-s)``
+    (:func:`_log_space_rank_ratio`): no tail cancels and nothing underflows, at any ``s`` and ``K``.
     """
+    K = weights.shape[-1]
+    if K > _LINEAR_K_MAX:
+        return _log_space_rank_ratio(nx, weights, s)
+    c = weights * nx.constant(np.array(_bernstein_coefficients(K)), s)
+    p, q = nx.ndtr(s), nx.ndtr(-s)
+    B = (c[..., 0] if c.ndim == 1 else c[:, 0]) + nx.zeros_like(s)
+    pj = p
+    for j in range(1, K):
+        B = B * q + (c[j] if c.ndim == 1 else c[:, j]) * pj
+        if j < K - 1:
+            pj = pj * p
+    with np.errstate(divide="ignore"):
+        out = nx.log(B)
+    small = ~(B > 1e-280)
+    if nx.maybe_any(small):
+        idx = nx.rows_where(small)
+        if idx is None:
+            return nx.where(small, _log_space_rank_ratio(nx, weights, s), out)
+        if idx.shape[0]:
+            out = nx.copy(out)
+            out[idx] = _log_space_rank_ratio(nx, weights if weights.ndim == 1 else weights[idx], s[idx])
+    return out
+
+
+#: the largest K whose Bernstein coefficients K C(K-1, j) are safely finite in float64
+_LINEAR_K_MAX = 512
+
+
+@functools.lru_cache(maxsize=64)
+def _bernstein_coefficients(K: int) -> tuple:
+    """``K C(K-1, j)`` for ``j = 0..K-1``, correctly rounded floats."""
+    return tuple(float(K * math.comb(K - 1, j)) for j in range(K))
+
+
+def _log_space_rank_ratio(nx, weights, s):
+    """:func:`log_rank_ratio` as a log-sum-exp of log-space terms (any ``s``, any ``K``)."""
     K = weights.shape[-1]
     log_p = nx.log_ndtr(s)[:, None]
     log_q = nx.log_ndtr(-s)[:, None]
