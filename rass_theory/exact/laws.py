@@ -277,20 +277,25 @@ class RankLaw:
         """``log(g/phi)``: the Bernstein sum in linear space (``p``, ``q`` with relative accuracy),
         and the log-space sum where it falls below ``1e-280`` (where linear powers underflow)."""
         nx, K = self.nx, self.K
-        if nx.rows_where(self._log_w[..., :1] > 0) is None:
+        if nx.rows_where(s.reshape(-1)[:1] > 0) is None:
             # an accelerator cannot look for the entries that underflow: the log-space sum only
             out = self._log_ratio_log_space(s)
             if self.t is None:
                 return out
             return nx.where(s < self.t[:, None], out, math.log(K) + (K - 1) * nx.log_ndtr(s))
         p, q, below = self._pq(s)
-        pp, qq = _powers(p, K - 1), _powers(q, K - 1)
-        B = self._col(self._pdf_coef, 0) * qq[K - 1]
+        # Horner in q: sum_j c_j p^j q^(K-1-j) = ((c_0 q + c_1 p) q + c_2 p^2) q + ... (positive terms)
+        B = self._col(self._pdf_coef, 0) + nx.zeros_like(s)
+        pj = p
         for j in range(1, K):
-            B = B + self._col(self._pdf_coef, j) * (pp[j] * qq[K - 1 - j])
+            B = B * q + self._col(self._pdf_coef, j) * pj
+            if j < K - 1:
+                pj = pj * p
         with np.errstate(divide="ignore"):
             out = nx.log(B)
         small = ~(B > 1e-280)
+        if below is not None:
+            small = small & below                          # above t the law of the maximum is used
         if nx.maybe_any(small):
             idx = nx.rows_where(small.reshape(-1))
             if idx is None:
@@ -305,7 +310,13 @@ class RankLaw:
                 out = out.reshape(B.shape)
         if below is None:
             return out
-        return nx.where(below, out, math.log(K) + (K - 1) * nx.log_ndtr(s))
+        # s >= t: the law of the maximum, log K + (K - 1) log Phi(s), at those entries only
+        top = nx.rows_where(~below.reshape(-1))
+        if top.shape[0] == 0:
+            return out
+        flat = nx.copy(out).reshape(-1)
+        flat[top] = math.log(K) + (K - 1) * nx.log_ndtr((s + nx.zeros_like(out)).reshape(-1)[top])
+        return flat.reshape(B.shape)
 
     def cdf_excess(self, s):
         """``G(s) - Phi(s)``: the Bernstein form of the class notes, each basis term
