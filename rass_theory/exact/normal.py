@@ -13,6 +13,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
 
+from rass_theory.backend import NUMPY
+from rass_theory.exact.laws import shift_difference as engine_shift_difference
+
 __all__ = [
     "LOG_SQRT_2PI",
     "log_phi",
@@ -121,23 +124,14 @@ def shift_difference(x, delta):
     Notes
     -----
     Equals ``-int_{x - delta}^{x} phi``; it is ``O(delta)`` and is the CDF of ``f - phi`` where
-    ``f = phi(. - delta)``.  When ``delta max(1, |x|) <= 1`` the integral is taken by
-    Gauss-Legendre with the width ``delta`` used *exactly* (forming ``x - delta`` first would
-    round the width by ``eps |x|``, a relative error ``eps |x| / delta``); otherwise
-    :func:`interval_mass`.  At ``x = +-inf`` it is 0.
+    ``f = phi(. - delta)``.  The one implementation of the engine,
+    :func:`rass_theory.exact.laws.shift_difference` (the half-width ``delta / 2`` used exactly, a
+    Hermite series on short intervals, upper tails otherwise).  At ``x = +-inf`` it is 0.
     """
-    x = np.asarray(x, dtype=np.float64)
-    delta = np.asarray(delta, dtype=np.float64)
-    x, delta = np.broadcast_arrays(x, delta)
+    x, delta = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(delta, dtype=np.float64))
     out = np.zeros(x.shape)
     fin = np.isfinite(x)
-    short = fin & (delta * np.maximum(1.0, np.abs(np.where(fin, x, 0.0))) <= 1.0)
-    long_ = fin & ~short
-    if np.any(short):
-        h = 0.5 * delta[short]
-        out[short] = -_gl_mass(x[short] - h, h)
-    if np.any(long_):
-        out[long_] = -interval_mass(x[long_] - delta[long_], x[long_])
+    out[fin] = engine_shift_difference(NUMPY, x[fin], delta[fin])
     return out
 
 
