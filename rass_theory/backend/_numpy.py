@@ -37,7 +37,7 @@ class RootResult:
 
 
 def chandrupatla(fun, a, b, *, args=(), xatol: float = 4 * _EPS, xrtol: float = 4 * _EPS,
-                 maxiter: int = 200) -> RootResult:
+                 maxiter: int = 200, values=None) -> RootResult:
     """Bracketed roots of ``fun(x, *args)`` per element by Chandrupatla's method.
 
     Parameters
@@ -52,6 +52,8 @@ def chandrupatla(fun, a, b, *, args=(), xatol: float = 4 * _EPS, xrtol: float = 
         An element stops once its bracket is narrower than ``xatol + xrtol |x|``, or where
         ``fun`` is exactly 0.
     maxiter : int
+    values : tuple of ndarray, optional
+        ``(fun(a), fun(b))`` when the caller has them (two evaluations saved).
 
     Returns
     -------
@@ -74,9 +76,13 @@ def chandrupatla(fun, a, b, *, args=(), xatol: float = 4 * _EPS, xrtol: float = 
     n = x1.size
     out = dict(x=np.full(n, np.nan), status=np.full(n, MAX_ITER, dtype=np.int32), lo=np.empty(n),
                hi=np.empty(n), f_lo=np.empty(n), f_hi=np.empty(n))
-    f1 = np.asarray(fun(x1, *args), dtype=np.float64).reshape(-1)
-    f2 = np.asarray(fun(x2, *args), dtype=np.float64).reshape(-1)
-    nfev = 2
+    if values is None:
+        f1 = np.asarray(fun(x1, *args), dtype=np.float64).reshape(-1)
+        f2 = np.asarray(fun(x2, *args), dtype=np.float64).reshape(-1)
+        nfev = 2
+    else:
+        f1, f2 = (np.array(v, dtype=np.float64).reshape(-1) for v in values)
+        nfev = 0
     active = np.arange(n)
     x3 = f3 = None
     t = np.full(n, 0.5)
@@ -299,7 +305,8 @@ class NumpyBackend:
 
     @staticmethod
     def find_root(fun, a, b, *, args=(), xrtol: float = 4 * _EPS, xatol: float | None = None,
-                  maxiter: int = 200, bisections: int | None = None, steps: int | None = None):
+                  maxiter: int = 200, bisections: int | None = None, steps: int | None = None,
+                  values=None):
         """Roots of ``fun`` in brackets ``[a, b]`` (``fun(a)``, ``fun(b)`` of opposite signs).
 
         Parameters
@@ -318,6 +325,8 @@ class NumpyBackend:
         maxiter : int
         bisections, steps : int, optional
             The fixed iteration counts of the torch twin; ignored here (convergence is tested).
+        values : tuple of ndarray, optional
+            ``(fun(a), fun(b))`` when the caller has them (clipped like ``fun``'s values).
 
         Returns
         -------
@@ -340,8 +349,10 @@ class NumpyBackend:
             v = np.asarray(fun(x, *extra), dtype=np.float64)
             return np.clip(np.where(np.isnan(v), 0.0, v), -_CLIP, _CLIP)
 
+        if values is not None:
+            values = tuple(np.clip(np.where(np.isnan(v), 0.0, v), -_CLIP, _CLIP) for v in values)
         res = chandrupatla(clipped, a, np.maximum(b, a), args=args, xrtol=xrtol,
-                           xatol=4 * _EPS if xatol is None else xatol, maxiter=maxiter)
+                           xatol=4 * _EPS if xatol is None else xatol, maxiter=maxiter, values=values)
         x = res.x
         bad = ~np.isfinite(x)
         if np.any(bad):

@@ -168,14 +168,15 @@ class TorchBackend:
 
     @staticmethod
     def find_root(fun, a, b, *, args=(), xrtol=None, xatol=None, maxiter=None,
-                  bisections: int = 8, steps: int = 24):
+                  bisections: int = 8, steps: int = 24, values=None):
         """Roots of ``fun`` in brackets ``[a, b]`` with fixed iteration counts (no host sync).
 
         ``bisections`` bisection steps, then ``steps`` Illinois (modified regula falsi) steps,
         each kept strictly inside the current bracket (a step that leaves it, or lands on a
         non-finite value, is replaced by bisection).  Values are clipped as on NumPy
         (:meth:`rass_theory.backend.NumpyBackend.find_root`); ``xrtol``, ``xatol`` and
-        ``maxiter`` are accepted for a common signature (the iteration counts are fixed).
+        ``maxiter`` are accepted for a common signature (the iteration counts are fixed);
+        ``values = (fun(a), fun(b))`` saves the two end evaluations.
         Returns the iterate with the smaller ``|fun|`` of the final bracket; where the bracket
         is invalid (one sign, or ``a == b``) the end with the smaller ``|fun|``.
         """
@@ -185,7 +186,10 @@ class TorchBackend:
 
         a = a.to(torch.float64)
         b = torch.maximum(b.to(torch.float64), a)
-        fa, fb = f(a), f(b)
+        if values is None:
+            fa, fb = f(a), f(b)
+        else:
+            fa, fb = (torch.clamp(torch.nan_to_num(v.to(torch.float64), nan=0.0), -1e3, 1e3) for v in values)
         # an invalid bracket (one sign, or a == b): the end with the smaller |fun|, as on NumPy
         fallback = torch.where(torch.abs(fa) <= torch.abs(fb), a, b)
         valid = ((fa > 0) != (fb > 0)) | (fa == 0) | (fb == 0)

@@ -514,18 +514,20 @@ _CROSSING_TOL = 1e-9
 _TAIL_CROSSING_TOL = 1e-6
 
 
-def _solve(nx, fun, a, b, rows, mask, tol=None):
+def _solve(nx, fun, a, b, rows, mask, tol=None, values=None):
     """Roots of ``fun(x, rows)`` in ``[a, b]`` where ``mask`` (1-d); ``a`` elsewhere.
 
-    The brackets are grid cells (``<= 0.4`` wide): on torch 4 bisections and 12 Illinois steps
-    (superlinear, from ``< 0.025``) reach the tolerance."""
+    ``values``: ``(fun(a), fun(b))`` where known (the root finder then skips those two
+    evaluations).  The brackets are grid cells (``<= 0.4`` wide): on torch 4 bisections and 12
+    Illinois steps (superlinear, from ``< 0.025``) reach the tolerance."""
     opts = dict(bisections=4, steps=12) if tol is None else dict(xrtol=tol, xatol=tol, bisections=4, steps=12)
     idx = nx.rows_where(mask)
     if idx is None:
-        return nx.where(mask, nx.find_root(fun, a, b, args=(rows,), **opts), a)
+        return nx.where(mask, nx.find_root(fun, a, b, args=(rows,), values=values, **opts), a)
     out = nx.copy(a)
     if idx.shape[0]:
-        out[idx] = nx.find_root(fun, a[idx], b[idx], args=(rows[idx],), **opts)
+        sub = None if values is None else tuple(v[idx] for v in values)
+        out[idx] = nx.find_root(fun, a[idx], b[idx], args=(rows[idx],), values=sub, **opts)
     return out
 
 
@@ -628,15 +630,21 @@ def _grid_crossings(law, delta, whi, precise=False):
     x0 = nx.minimum(nx.maximum(flat(a) - fa * (flat(b) - flat(a)) / denom, flat(a)), flat(b))
     idx0 = nx.rows_where(chg & ~tail)
     lo_c, hi_c = flat(a), flat(b)
+    f_lo, f_hi = fa, fb                    # h at the bracket ends (grid values, then the step's)
     if idx0 is None:
-        left = (hfun(x0, rows_f) > 0) == (fa > 0)
+        h0 = hfun(x0, rows_f)
+        left = (h0 > 0) == (fa > 0)
         lo_c, hi_c = nx.where(left, x0, lo_c), nx.where(left, hi_c, x0)
+        f_lo, f_hi = nx.where(left, h0, fa), nx.where(left, fb, h0)
     elif idx0.shape[0]:
-        left = (hfun(x0[idx0], rows_f[idx0]) > 0) == (fa[idx0] > 0)
-        lo_c, hi_c = nx.copy(lo_c), nx.copy(hi_c)
+        h0 = hfun(x0[idx0], rows_f[idx0])
+        left = (h0 > 0) == (fa[idx0] > 0)
+        lo_c, hi_c, f_lo, f_hi = nx.copy(lo_c), nx.copy(hi_c), nx.copy(fa), nx.copy(fb)
         lo_c[idx0] = nx.where(left, x0[idx0], lo_c[idx0])
         hi_c[idx0] = nx.where(left, hi_c[idx0], x0[idx0])
-    x_change = _solve(nx, hfun, lo_c, hi_c, rows_f, chg & ~tail, tol)
+        f_lo[idx0] = nx.where(left, h0, fa[idx0])
+        f_hi[idx0] = nx.where(left, fb[idx0], h0)
+    x_change = _solve(nx, hfun, lo_c, hi_c, rows_f, chg & ~tail, tol, values=(f_lo, f_hi))
     x_tail = _solve(nx, hfun, flat(a), flat(b), rows_f, chg & tail, tail_tol)
     x_change = nx.where(tail, x_tail, x_change)
     # hidden pairs: the extremum of h between the dip's neighbours, then a root on each side
@@ -809,11 +817,13 @@ def _sample_block(law, delta, u):
     x_f = delta + nx.where(lower <= 0.5, nx.ndtri(nx.minimum(lower, 0.5)), -nx.ndtri(nx.clip(upper, 0.0, 0.5)))
     x_f = x_f - 1e-9 * (1.0 + nx.abs(x_f))
     x_f = nx.where(x_f == x_f, nx.minimum(nx.maximum(x_f, a), b), a)
-    lo = nx.where(excess(x_f, rows) <= 0, x_f, a)
+    e_f = excess(x_f, rows)
+    lo = nx.where(e_f <= 0, x_f, a)
     hi = b
     found = lo > b
     steps = (0.0625, 0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
     open_rows = nx.rows_where(~found)
+    values = None
     if open_rows is None:                      # accelerator: every row at every step, merged
         for step in steps:
             p = nx.minimum(lo + step, b)
@@ -823,15 +833,24 @@ def _sample_block(law, delta, u):
             lo = nx.where(found, lo, p)
     else:                                      # the same steps on the rows still open only
         lo, hi = nx.copy(lo), nx.copy(hi)
+        # the excess at the bracket ends, kept for the root finder (two evaluations fewer)
+        f_lo, f_hi = nx.copy(e_f), nx.zeros_like(e_f)
+        have_lo, have_hi = e_f <= 0, found & False
         for step in steps:
             if open_rows.shape[0] == 0:
                 break
             p = nx.minimum(lo[open_rows] + step, b[open_rows])
-            up = excess(p, open_rows) >= 0
-            hi[open_rows[up]] = p[up]
-            lo[open_rows[~up]] = p[~up]
+            e = excess(p, open_rows)
+            up = e >= 0
+            hi[open_rows[up]], f_hi[open_rows[up]], have_hi[open_rows[up]] = p[up], e[up], True
+            lo[open_rows[~up]], f_lo[open_rows[~up]], have_lo[open_rows[~up]] = p[~up], e[~up], True
             open_rows = open_rows[~up]
-    out = nx.find_root(excess, lo, hi, args=(rows,), bisections=6, steps=18)
+        for x, f, have in ((lo, f_lo, have_lo), (hi, f_hi, have_hi)):
+            miss = nx.rows_where(~have)
+            if miss.shape[0]:
+                f[miss] = excess(x[miss], miss)
+        values = (f_lo, f_hi)
+    out = nx.find_root(excess, lo, hi, args=(rows,), bisections=6, steps=18, values=values)
     # no residual mass (g = f): the residual is never used; the draw is then from f itself
     return nx.where(total > 0, out, delta + nx.ndtri(nx.clip(u, 1e-300, 1.0 - 2.0 ** -53)))
 
