@@ -26,10 +26,29 @@ class TestFindRoot:
         np.testing.assert_allclose(x_t, np.log1p(k), rtol=1e-15, atol=0)
 
     def test_invalid_bracket_returns_the_better_end(self):
+        from rass_theory.backend._torch import fixed_find_root
+
         x = NUMPY.find_root(lambda x: x + 5.0, np.array([0.0]), np.array([1.0]))
         assert x[0] == 0.0
         tnx = get_backend(torch.zeros(1))
         assert tnx.find_root(lambda x: x + 5.0, torch.zeros(1), torch.ones(1))[0] == 0.0
+        assert fixed_find_root(lambda x: x + 5.0, torch.zeros(1), torch.ones(1))[0] == 0.0
+
+    def test_accelerator_iteration_on_cpu_tensors(self):
+        """The fixed-count iteration accelerators run (CPU tensors take the NumPy path) reaches
+        the roots to rounding, also from given end values."""
+        from rass_theory.backend._torch import fixed_find_root
+
+        k = torch.tensor([0.5, 2.0, 3.0, 1e4], dtype=torch.float64)
+        a, b = torch.zeros(4, dtype=torch.float64), torch.full((4,), 10.0, dtype=torch.float64)
+
+        def fun(x, c):
+            return torch.exp(x) - 1.0 - c
+
+        x = fixed_find_root(fun, a, b, args=(k,))
+        np.testing.assert_allclose(x.numpy(), np.log1p(k.numpy()), rtol=1e-15, atol=0)
+        x_v = fixed_find_root(fun, a, b, args=(k,), values=(fun(a, k), fun(b, k)))
+        np.testing.assert_array_equal(x_v.numpy(), x.numpy())
 
     @pytest.mark.parametrize("tol", [4 * np.finfo(float).eps, 1e-9])
     def test_chandrupatla_is_scipys_iteration(self, tol, rng):
