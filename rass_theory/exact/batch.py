@@ -57,9 +57,10 @@ __all__ = [
     "grid_spacing",
 ]
 
-#: the generic search's grid spacing (that of :class:`rass_theory.exact.laws.PolicyLaw`): such a
-#: law may have bumps and jumps anywhere, so finer than :func:`grid_spacing`
-GENERIC_SPACING = _laws.PolicyLaw.spacing
+#: the generic search's points per ``2 L = 23`` of ``s``: spacing ``0.0575``, that of
+#: :class:`rass_theory.exact.laws.PolicyLaw` (such a law may have bumps and jumps anywhere, so
+#: finer than :func:`grid_spacing`)
+GENERIC_GRID_SIZE = 401
 #: the number of children assumed by the generic functions (window and crossing slots)
 GENERIC_K = 64
 
@@ -219,6 +220,14 @@ class ResidualIntervals:
         return c
 
 
+def generic_spacing(grid_size: int) -> float:
+    """The generic scan's spacing ``2 L / (grid_size - 1)``, ``L = 11.5`` (the window of
+    :mod:`rass_theory.exact._window` for ``K <= 1515``)."""
+    if isinstance(grid_size, bool) or not isinstance(grid_size, (int, np.integer)) or grid_size < 3:
+        raise ValueError(f"grid_size must be an integer >= 3, got {grid_size!r}")
+    return 2.0 * _half_width(1) / (int(grid_size) - 1)
+
+
 def _intervals(law, delta) -> ResidualIntervals:
     """:func:`rass_theory.exact.laws.residual_intervals` as a :class:`ResidualIntervals`."""
     bounds, positive, masses = _laws.residual_intervals(law, delta)
@@ -247,10 +256,14 @@ class RowLaw:
     ``take(rows)`` may repeat rows (the root finders evaluate one point per bracket): the points
     of the taken rows are scattered into an ``(n, c m)`` array (``c`` the largest repeat count;
     other rows at ``s = 0``), the callables run once on it, and the values are gathered back.
+    So a take costs as much as the whole law: the sampler does not split it into row blocks
+    (``unblocked``).
     """
 
-    def __init__(self, log_ratio, cdf_excess, n: int, K: int = GENERIC_K, spacing: float = GENERIC_SPACING,
-                 _rows=None):
+    unblocked = True
+
+    def __init__(self, log_ratio, cdf_excess, n: int, K: int = GENERIC_K,
+                 spacing: float = _laws.PolicyLaw.spacing, _rows=None):
         self.nx = NUMPY
         self.K, self.spacing = int(K), float(spacing)
         self._fns, self._n, self._rows = (log_ratio, cdf_excess), int(n), _rows
@@ -307,7 +320,7 @@ def residual_intervals_generic(
     delta,
     *,
     K: int = GENERIC_K,
-    spacing: float = GENERIC_SPACING,
+    grid_size: int = GENERIC_GRID_SIZE,
 ) -> ResidualIntervals:
     """Crossings of ``f`` and ``g`` and the masses of ``(f - g)_+``, per row.
 
@@ -319,8 +332,10 @@ def residual_intervals_generic(
         ``G(s) - Phi(s)`` for ``s`` of shape ``(n, m)``; must tend to 0 at ``+-inf`` (it is only
         evaluated at finite points).
     delta : ndarray, shape (n,)
-    K, spacing : int, float
+    K : int
         :class:`RowLaw`.
+    grid_size : int
+        Points of the crossing scan per ``2 L = 23`` of ``s`` (:func:`generic_spacing`).
 
     Notes
     -----
@@ -330,7 +345,7 @@ def residual_intervals_generic(
     ``E = cdf_excess`` (module docstring).
     """
     delta = _check_delta(delta)
-    return _intervals(RowLaw(log_ratio, cdf_excess, delta.shape[0], K, spacing), delta)
+    return _intervals(RowLaw(log_ratio, cdf_excess, delta.shape[0], K, generic_spacing(grid_size)), delta)
 
 
 def sample_residual_generic(
@@ -342,7 +357,7 @@ def sample_residual_generic(
     log_ratio: Callable[[np.ndarray], np.ndarray] | None = None,
     cdf_excess: Callable[[np.ndarray], np.ndarray] | None = None,
     K: int = GENERIC_K,
-    spacing: float = GENERIC_SPACING,
+    grid_size: int = GENERIC_GRID_SIZE,
 ) -> np.ndarray:
     """Inverse-CDF draw from the residual ``(f - g)_+ / TV(f, g)`` of any selected law ``g``.
 
@@ -358,8 +373,8 @@ def sample_residual_generic(
     log_ratio, cdf_excess : callable, optional
         ``log(g/phi)`` and ``G - Phi`` in forms accurate when ``g`` is close to ``phi``;
         default ``log_g - log phi`` and ``cdf_g - Phi`` (absolute accuracy only).
-    K, spacing : int, float
-        :class:`RowLaw`.
+    K, grid_size : int
+        As in :func:`residual_intervals_generic`.
 
     Returns
     -------
@@ -384,7 +399,8 @@ def sample_residual_generic(
     if cdf_excess is None:
         def cdf_excess(x):
             return cdf_g(x) - ndtr(x)
-    return _laws.sample(_PreciseRowLaw(log_ratio, cdf_excess, delta.shape[0], K, spacing), delta, u)
+    return _laws.sample(_PreciseRowLaw(log_ratio, cdf_excess, delta.shape[0], K, generic_spacing(grid_size)),
+                        delta, u)
 
 
 def _rank_law(w, spacing):

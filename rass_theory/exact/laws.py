@@ -971,9 +971,10 @@ def sample(law, delta, u):
 
 def _sample_rows(nx, law, delta, u):
     n = delta.shape[0]
-    # an accelerator works on larger blocks (fewer kernel launches; its memory is larger)
+    # an accelerator works on larger blocks (fewer kernel launches; its memory is larger); a law
+    # whose take() costs as much as all its rows (exact.batch.RowLaw: callables on every row) says so
     block = RESIDUAL_BLOCK if nx.rows_where(delta[:1] > 0) is not None else 8 * RESIDUAL_BLOCK
-    if n <= block:
+    if n <= block or getattr(law, "unblocked", False):
         return _sample_block(law, delta, u)
     parts = []
     for start in range(0, n, block):
