@@ -31,3 +31,16 @@ def test_bad_input_raises_like_scipy():
         binomial_pvalue(5, 3, 0.5)
     with pytest.raises(ValueError):
         binomial_pvalue(1, 3, 1.5)
+
+
+def test_chi2_and_kolmogorov_tails_equal_scipy_bit_for_bit():
+    """``tests.chi2_sf`` is ``stats.chi2.sf`` and the large-n KS tail is ``stats.kstwobign.sf``, float for float."""
+    from rass_theory.stats.tests import chi2_sf, kolmogorov_sf
+
+    g = np.random.default_rng(20261203)
+    for _ in range(300):
+        df = int(g.integers(1, 5000))
+        for x in (float(g.uniform(0, 3 * df)), float(10 ** g.uniform(-8, 4)), 0.0, -1.0, float("inf")):
+            assert chi2_sf(x, df) == float(stats.chi2.sf(x, df)), (x, df)
+        n, D = int(g.integers(10_001, 10**7)), float(10 ** g.uniform(-4, -1))
+        assert kolmogorov_sf(D, n) == min(max(float(stats.kstwobign.sf(D * np.sqrt(n))), 0.0), 1.0)
