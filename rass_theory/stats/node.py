@@ -405,15 +405,15 @@ class SyntheticNode:
                 rho = rng.uniform(np.log(RHO_RANGE[0]), np.log(RHO_RANGE[1]), n)
                 np.exp(rho, out=rho)
                 rho[rng.random(n) < ZERO_RHO_SHARE] = 0.0
-            if n > 1:
-                g = np.empty_like(e)               # row i takes row i - 1's e (np.roll as two contiguous copies)
-                g[1:] = e[:-1]
-                g[0] = e[-1]
+            rho *= sigma
+            if n > 1:                               # row i takes row i - 1's e, scaled in the same pass
+                g = np.empty_like(e)
+                np.multiply(e[:-1], rho[1:, None], out=g[1:])
+                np.multiply(e[-1], rho[0], out=g[0])
             else:
                 g = rng.standard_normal((n, d))
                 g /= np.maximum(np.sqrt(np.einsum("nd,nd->n", g, g)), 1e-300)[:, None]
-            rho *= sigma
-            g *= rho[:, None]
+                g *= rho[:, None]
             mu_draft = g
         delta *= sigma
         e *= delta[:, None]                         # e (a fresh array, not needed afterwards) becomes mu_target
