@@ -292,7 +292,10 @@ class RowLaw:
         return fn(X)[rows[:, None], cols]
 
     def log_ratio(self, s):
-        return self._eval(self._fns[0], s)
+        """``log(g/phi)``; NaN (a callable that cannot evaluate its law there) reads as ``+inf``:
+        ``g >= f``, no residual mass, as the per-row scan this class replaced read ``h = NaN``."""
+        v = self._eval(self._fns[0], s)
+        return np.where(np.isnan(v), np.inf, v)
 
     def cdf_excess(self, s):
         return self._eval(self._fns[1], s)
