@@ -916,7 +916,7 @@ def sample_residual(p: ListRuleParams, u):
     -----
     On ``[t*, inf)`` the residual CDF is ``J(x) - alpha* = E(t*) - E(x)``; the draw solves
     ``log E(x) = log(1 - u) + log E(t*)`` by the namespace's bracketed root finder
-    (``nx.find_root``: NumPy scipy's Chandrupatla method to ``8 eps``, torch fixed iterations)
+    (``nx.find_root``: NumPy Chandrupatla's method to ``8 eps``, torch fixed iterations)
     inside ``[t*, delta - Phi^{-1}_exp(log(1 - u) + log E(t*))]`` (valid because
     ``E(x) <= Q(x - delta)``).  ``p`` holds one row (shared) or one row per ``u``.
     """
