@@ -50,6 +50,7 @@ import numpy as np
 from scipy import special, stats
 
 from .._validation import check_delta, check_K, check_positive_int
+from ._threads import single_blas_thread
 from .regime import RHO_RANGE, SIGMA_RANGE, ZERO_RHO_SHARE, Regime
 
 __all__ = ["SyntheticNode", "RowNodes", "RowFrame", "ChunkSpec", "chunk_plan", "chunk_seed", "stream_seed",
@@ -421,6 +422,7 @@ class SyntheticNode:
         mu_target = e
         return RowNodes(mu_draft, mu_target, sigma, group)
 
+    @single_blas_thread()
     def frame(self, mu_draft, mu_target, sigma, fallback_e) -> RowFrame:
         """The per-row frame of the inputs as the verifier received them (cast back to float64).
 

@@ -13,6 +13,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
+from ._threads import single_blas_thread
 from .node import N_PROJECTION_BINS, _binner
 from .streaming import INDEP_STATS, LARGE_DELTA, TAILS, VIOLATION_KINDS, ExactnessCounts, _field_shapes
 
@@ -162,6 +163,7 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
     return t, r, dirs, diag
 
 
+@single_blas_thread()
 def counts_from_rows(node, frame, states, valid, accepted, group, violations, messages=(), keep=0,
                      calls=(), sequence=None) -> ExactnessCounts:
     """Counts of one chunk.
