@@ -4,7 +4,7 @@ Runs every cell of ``rass_theory.stats.grid.DEFAULT_CELLS`` through ``rt.certify
 (the cell's own rows, dtypes and seed), timing each with ``time.process_time`` (single-threaded
 NumPy: the wall time of a quiet core) and ``time.perf_counter`` (wall on this shared machine).
 
-    python bench/harness_grid_time.py [--rule rass] [--seed 20261201]
+    python bench/harness_grid_time.py [--rule rass] [--seed 20261201] [--out PATH]
 
 Writes ``bench/results/harness_grid_time.md``.
 """
@@ -21,6 +21,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rule", default="rass")
     ap.add_argument("--seed", type=int, default=20261201)
+    ap.add_argument("--out", default=OUT, help="where to write the table (default bench/results/harness_grid_time.md)")
     args = ap.parse_args(argv)
     import rass_theory as rt
     from rass_theory.stats.grid import default_cells
@@ -44,8 +45,8 @@ def main(argv=None):
              f"{load[0]:.1f} on 2 cores during the run (CPU s is the quiet-core wall time).", "",
              "| cell | rows x dtypes | CPU s | wall s | verdict |", "|---|---|---|---|---|", *rows,
              f"| **total** | | **{cpu_total:.1f}** | {wall_total:.1f} | |"]
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as fh:
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
