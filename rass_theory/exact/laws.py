@@ -626,8 +626,9 @@ def _grid_crossings(law, delta, whi, precise=False):
     chg = flat(is_change)
     # one regula-falsi step from the grid values narrows each bracket before the root finder
     fa, fb = flat(h_a), flat(h_b)
-    denom = nx.where(fb == fa, nx.zeros_like(fa) + 1.0, fb - fa)
-    x0 = nx.minimum(nx.maximum(flat(a) - fa * (flat(b) - flat(a)) / denom, flat(a)), flat(b))
+    with np.errstate(invalid="ignore"):                # inf - inf where g vanishes: not a change cell
+        denom = nx.where(fb == fa, nx.zeros_like(fa) + 1.0, fb - fa)
+        x0 = nx.minimum(nx.maximum(flat(a) - fa * (flat(b) - flat(a)) / denom, flat(a)), flat(b))
     idx0 = nx.rows_where(chg & ~tail)
     lo_c, hi_c = flat(a), flat(b)
     f_lo, f_hi = fa, fb                    # h at the bracket ends (grid values, then the step's)
