@@ -131,6 +131,11 @@ def _powers(x, n: int) -> list:
     return out[: n + 1]
 
 
+#: largest K whose Bernstein coefficients ``K C(K-1, j)`` and ``C(K, i)`` are summed in linear
+#: space (they overflow float64 from K = 1030); above it every sum is formed in log space
+LINEAR_K_MAX = 512
+
+
 @functools.lru_cache(maxsize=None)
 def _coefficients(K: int):
     """``log(K C(K-1, j))`` (``j < K``), ``log C(K, i)`` (``i <= K``) as tuples."""
@@ -195,9 +200,12 @@ class RankLaw:
         self.weights = w / S
         with np.errstate(divide="ignore"):
             self._log_w = nx.log(self.weights)
-        #: w_j K C(K-1, j) and (W_i - i/K) C(K, i) for i = 1..K-1
-        self._pdf_coef = self.weights * nx.constant(np.exp(_coefficients(K)[0]), w)
-        self._cdf_lin = nx.cumsum(v, -1)[..., : K - 1] * nx.constant(np.array(_binomials(K)[1:K]), w)
+        #: W_i - i/K for i = 1..K-1 (the cumulative deviations)
+        self._cdf_dev = nx.cumsum(v, -1)[..., : K - 1]
+        if K <= LINEAR_K_MAX:
+            #: w_j K C(K-1, j) and (W_i - i/K) C(K, i) for i = 1..K-1
+            self._pdf_coef = self.weights * nx.constant(np.exp(_coefficients(K)[0]), w)
+            self._cdf_lin = self._cdf_dev * nx.constant(np.array(_binomials(K)[1:K]), w)
         if self.t is not None:
             finite = nx.isfinite(self.t)
             log_P = nx.where(finite, nx.log_ndtr(nx.where(finite, self.t, nx.zeros_like(self.t))), nx.zeros_like(self.t))
@@ -221,7 +229,7 @@ class RankLaw:
         return out
 
     def __getattr__(self, name):
-        if name in ("weights", "_log_w", "_pdf_coef", "_cdf_lin") and "_source" in self.__dict__:
+        if name in ("weights", "_log_w", "_pdf_coef", "_cdf_lin", "_cdf_dev") and "_source" in self.__dict__:
             value = getattr(self._source, name)
             if value.ndim == 2:
                 value = value[self._rows]
@@ -277,8 +285,9 @@ class RankLaw:
         """``log(g/phi)``: the Bernstein sum in linear space (``p``, ``q`` with relative accuracy),
         and the log-space sum where it falls below ``1e-280`` (where linear powers underflow)."""
         nx, K = self.nx, self.K
-        if nx.rows_where(s.reshape(-1)[:1] > 0) is None:
-            # an accelerator cannot look for the entries that underflow: the log-space sum only
+        if K > LINEAR_K_MAX or nx.rows_where(s.reshape(-1)[:1] > 0) is None:
+            # the binomials overflow (K > LINEAR_K_MAX), or an accelerator cannot look for the
+            # entries that underflow: the log-space sum only
             out = self._log_ratio_log_space(s)
             if self.t is None:
                 return out
@@ -322,6 +331,8 @@ class RankLaw:
         """``G(s) - Phi(s)``: the Bernstein form of the class notes, each basis term
         ``C(K, i) p^i q^(K-i)`` with relative accuracy (:meth:`_bernstein_terms`)."""
         nx, K = self.nx, self.K
+        if K > LINEAR_K_MAX:
+            return self._cdf_excess_log_terms(s)
         terms, p, below = self._bernstein_terms(s)
         out = nx.zeros_like(s)
         for i in range(1, K):
@@ -330,6 +341,27 @@ class RankLaw:
             return out
         out = out - p * self._one_minus_PK1[:, None]
         return nx.where(below, out, p * nx.expm1((K - 1) * nx.log_ndtr(s)))
+
+    def _cdf_excess_log_terms(self, s):
+        """:meth:`cdf_excess` for ``K > LINEAR_K_MAX``, where ``C(K, i)`` overflows: every term
+        ``(W_i - i/K) C(K, i) p^i q^(K-i)`` is a binomial probability (``<= 1``) formed in log
+        space, ``exp(log C(K, i) + i log p + (K - i) log q)``, times its cumulative deviation."""
+        nx, K = self.nx, self.K
+        log_p = nx.log_ndtr(s)
+        if self.t is None:
+            log_q = nx.log_ndtr(-s)
+        else:
+            t = self.t[:, None]
+            log_q = _log_diff_tails(nx, nx.minimum(s, t), t)
+        lc = _coefficients(K)[1]
+        out = nx.zeros_like(s)
+        for i in range(1, K):
+            out = out + self._col(self._cdf_dev, i - 1) * nx.exp(lc[i] + i * log_p + (K - i) * log_q)
+        if self.t is None:
+            return out
+        p = nx.ndtr(s)
+        out = out - p * self._one_minus_PK1[:, None]
+        return nx.where(s < t, out, p * nx.expm1((K - 1) * log_p))
 
     def _bernstein_terms(self, s):
         """``[p^i q^(K-i) for i = 1..K-1]`` (index ``i``; no binomials), ``p`` and the mask ``s < t``
@@ -388,6 +420,8 @@ class RankLaw:
 
     def _threshold_log_ratio_grid(self, grid):
         nx, K = self.nx, self.K
+        if K > LINEAR_K_MAX:
+            return self.log_ratio(grid[None, :] + nx.zeros_like(self.t)[:, None])
         p, Q = nx.ndtr(grid), nx.ndtr(-grid)
         t = self.t[:, None]
         finite = nx.isfinite(t)
