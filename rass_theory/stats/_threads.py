@@ -6,8 +6,8 @@ each such product over its threads for a gain far below the cost of waking them,
 whose cores are busy the waiting threads spin: on this project's shared two-core machine the
 default two OpenBLAS threads made a 200,000-row cell cost 0.76 CPU-s (1.5 s wall) instead of 0.20
 (0.38 s).  :func:`single_blas_thread` limits BLAS to one thread around the harness's statistics
-only (the verifier's own calls keep the caller's setting), through ``threadpoolctl`` (installed
-with scikit-learn, a dependency); without it, it does nothing.
+only (the verifier's own calls keep the caller's setting), through ``threadpoolctl`` (a dependency;
+without it, it does nothing).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ __all__ = ["single_blas_thread"]
 def _controller():
     try:
         from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
         return None
     return ThreadpoolController()
 
