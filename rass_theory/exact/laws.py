@@ -261,15 +261,18 @@ class RankLaw:
         q = nx.where(sm > 0, nx.ndtr(-sm) - nx.ndtr(-t), nx.ndtr(t) - nx.ndtr(sm))
         return p, nx.maximum(q, 0.0), s < t
 
+    def _log_pq(self, s):
+        """``log p = log Phi(s)`` and ``log q`` (``log Phi(-s)``, or ``log(Phi(t) - Phi(min(s, t)))``)."""
+        nx = self.nx
+        if self.t is None:
+            return nx.log_ndtr(s), nx.log_ndtr(-s)
+        t = self.t[:, None]
+        return nx.log_ndtr(s), _log_diff_tails(nx, nx.minimum(s, t), t)
+
     def _log_ratio_log_space(self, s):
         """``log(g/phi)`` as a log-sum-exp of log-space terms (no underflow at any ``s``, ``K``)."""
         nx, K = self.nx, self.K
-        log_p = nx.log_ndtr(s)
-        if self.t is None:
-            log_q = nx.log_ndtr(-s)
-        else:
-            t = self.t[:, None]
-            log_q = _log_diff_tails(nx, nx.minimum(s, t), t)
+        log_p, log_q = self._log_pq(s)
         coef = _coefficients(K)[0]
         terms = []
         for j in range(K):
@@ -347,12 +350,7 @@ class RankLaw:
         ``(W_i - i/K) C(K, i) p^i q^(K-i)`` is a binomial probability (``<= 1``) formed in log
         space, ``exp(log C(K, i) + i log p + (K - i) log q)``, times its cumulative deviation."""
         nx, K = self.nx, self.K
-        log_p = nx.log_ndtr(s)
-        if self.t is None:
-            log_q = nx.log_ndtr(-s)
-        else:
-            t = self.t[:, None]
-            log_q = _log_diff_tails(nx, nx.minimum(s, t), t)
+        log_p, log_q = self._log_pq(s)
         lc = _coefficients(K)[1]
         out = nx.zeros_like(s)
         for i in range(1, K):
@@ -361,7 +359,7 @@ class RankLaw:
             return out
         p = nx.ndtr(s)
         out = out - p * self._one_minus_PK1[:, None]
-        return nx.where(s < t, out, p * nx.expm1((K - 1) * log_p))
+        return nx.where(s < self.t[:, None], out, p * nx.expm1((K - 1) * log_p))
 
     def _bernstein_terms(self, s):
         """``[p^i q^(K-i) for i = 1..K-1]`` (index ``i``; no binomials), ``p`` and the mask ``s < t``
