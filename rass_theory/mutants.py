@@ -60,7 +60,6 @@ MUTANT_CATCHES: dict = {}
 #: name -> the back ends the mutant runs on (:data:`rass_theory.backend.NAMES` when it is built
 #: from the shared kernels of :mod:`rass_theory.verifiers.kernels` with one piece swapped).
 MUTANT_BACKENDS: dict = {}
-_MIN_K: dict = {}
 
 
 def _register(name: str, catches: str, min_K: int = 1, backends: tuple = NAMES):
@@ -68,7 +67,6 @@ def _register(name: str, catches: str, min_K: int = 1, backends: tuple = NAMES):
         MUTANTS[name] = factory
         MUTANT_CATCHES[name] = catches
         MUTANT_BACKENDS[name] = backends
-        _MIN_K[name] = min_K
         factory.mutant_name = name
         factory.catches = catches
         factory.min_K = min_K
@@ -98,7 +96,7 @@ def all_mutants(K: int = 4, backend: str = "numpy") -> dict:
     if backend not in NAMES:
         raise ValueError(f"backend must be one of {NAMES}, got {backend!r}")
     return {name: factory(K) for name, factory in MUTANTS.items()
-            if K >= _MIN_K[name] and backend in MUTANT_BACKENDS[name]}
+            if K >= factory.min_K and backend in MUTANT_BACKENDS[name]}
 
 
 class MutantVerifier(BuiltinVerifier):
@@ -150,9 +148,11 @@ def _select_piece(kind: str, weights):
     return rank_pieces(weights).select
 
 
-def _residual_piece(kind: str, weights, cache: dict):
+def _residual_piece(kind, weights, cache: dict):
     """The residual piece (see :func:`_rank_rule`); rows ``None`` means every row."""
     exact = rank_pieces(weights).residual
+    if callable(kind):
+        return lambda batch, rows, u: kind(batch, rows, u, weights)
 
     def rows_of(batch, rows, u):
         d = batch.delta_safe
@@ -231,14 +231,14 @@ def _claimed_finish(batch, chosen, accepted, new_s, rows, z_perp):
 
 def _written_back_finish(batch, chosen, accepted, new_s, rows, z_perp):
     """The rebuild, written into ``children`` in place, every row reported accepted."""
-    res = finish(batch, chosen, accepted, new_s, rows, z_perp)
+    res = _claimed_finish(batch, chosen, accepted, new_s, rows, z_perp)
     nx, ar = batch.nx, batch.nx.arange(batch.n, batch.s)
     batch.children[ar, chosen] = nx.where(accepted[:, None], batch.children[ar, chosen], res.states)
-    return batch.result(res.states, accepted | ~accepted, chosen)
+    return res
 
 
 def _rank_rule(*, select="sorted", w_correct=None, ratio="g", residual="g", orth="selected",
-               residual_round=None, claim_child=False, delta_used="row", ratio_scale=None,
+               residual_round=None, claim_child=False, alter_batch=None, ratio_scale=None,
                write_back=False):
     """Return a RASS-like rule: the RASS kernel with the named pieces swapped (optimal weights).
 
@@ -246,9 +246,10 @@ def _rank_rule(*, select="sorted", w_correct=None, ratio="g", residual="g", orth
     ratio and the residual as a function of the selection weights; ``ratio``: ``"g"``,
     ``"phi"`` (the draft density) or ``"one"`` (always accept); ``residual``: ``"g"``,
     ``"single"``, ``"target"``, ``"cached"`` (the first call's first row, cached per ``K``),
-    ``"coarse32"`` (a 256-entry table on float32 inputs) or ``"truncated4"`` (NumPy); ``orth``:
-    see :func:`_orthogonal_piece`; ``delta_used="row0"`` reads row 0's delta for every row;
-    ``ratio_scale="sigma"`` evaluates the ratio at ``sigma s``; ``claim_child`` and
+    ``"coarse32"`` (a 256-entry table on float32 inputs), ``"truncated4"`` (NumPy) or a function
+    ``(batch, rows, u, weights) -> s'``; ``orth``: see :func:`_orthogonal_piece`;
+    ``alter_batch(batch, children, mu_draft, mu_target, sigma) -> batch`` swaps the prepared
+    frame (e.g. :func:`_row0_delta`); ``ratio_scale="sigma"`` evaluates the ratio at ``sigma s``; ``claim_child`` and
     ``write_back`` swap the rebuild.  Every option but the NumPy-only ones named there runs on
     both back ends.
     """
@@ -256,9 +257,8 @@ def _rank_rule(*, select="sorted", w_correct=None, ratio="g", residual="g", orth
 
     def rule(children, mu_draft, mu_target, sigma, rng):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        if delta_used == "row0":
-            first = batch.nx.zeros_index(batch.n, batch.s)
-            batch = replace(batch, delta=batch.delta[first], degenerate=batch.degenerate[first])
+        if alter_batch is not None:
+            batch = alter_batch(batch, children, mu_draft, mu_target, sigma)
         u = batch.uniform(batch.n, 3)
         ws = batch_weights("optimal", batch)
         wc = ws if w_correct is None else w_correct(ws)
@@ -340,7 +340,8 @@ def _orth_variant_finish(kind, u_res):
 def _dgrs_rule(*, order="drafting", levels="recursive"):
     """Return a D-GRS-like rule: the D-GRS kernel with the examination ``order`` (``"drafting"``
     or ``"sorted"``) and the residual ``levels`` (``"recursive"``, ``"flat"``: every child
-    against ``f`` and the end from ``(f - phi)_+``, ``"shifted"``: off by one) swapped."""
+    against ``f`` and the end from ``(f - phi)_+``, ``"shifted"``: off by one, ``"clamped4"``:
+    the level table stops at ``k = 4``) swapped."""
 
     def rule(children, mu_draft, mu_target, sigma, rng):
         batch = prepare(children, mu_draft, mu_target, sigma, rng)
@@ -353,14 +354,18 @@ def _dgrs_rule(*, order="drafting", levels="recursive"):
             kw["final"] = lambda b, d, v, lv: _single_draft_residual(d, v)
         elif levels == "shifted":
             kw["level"] = lambda k: min(k + 1, K)
+        elif levels == "clamped4":
+            kw["level"] = lambda k: min(k, 4)
+            kw["final"] = lambda b, d, v, lv: _dgrs_final(min(b.K, 4), d, v)
         return dgrs_kernel(batch, batch.uniform(batch.n, K + 1), **kw)
 
     return rule
 
 
-def _rass_kernel(batch):
-    """Exact RASS (optimal weights) on a prepared ``batch``, which a mutant may have altered."""
-    return rank_kernel(batch, batch.uniform(batch.n, 3), rank_pieces(batch_weights("optimal", batch)))
+def _row0_delta(batch, *inputs):
+    """Row 0's ``delta`` (and degeneracy) for every row of ``batch``."""
+    first = batch.nx.zeros_index(batch.n, batch.s)
+    return replace(batch, delta=batch.delta[first], degenerate=batch.degenerate[first])
 
 
 def _reversed(ws):
@@ -573,7 +578,7 @@ def row0_delta_for_batch(K: int = 4):
     batch that was assumed to share one node.  Exact on a homogeneous batch.  Caught by ``s`` and
     the per-group acceptance counts.
     """
-    return MutantVerifier("row0_delta_for_batch", K, _rank_rule(delta_used="row0"))
+    return MutantVerifier("row0_delta_for_batch", K, _rank_rule(alter_batch=_row0_delta))
 
 
 @_register("residual_table_cached_by_K", catches="s (heterogeneous rows, nodes change between calls)")
@@ -729,12 +734,7 @@ def dgrs_levels_clamped_at_4(K: int = 4):
     from ``r_4``.  Plausible: a fixed-size table sized for the K <= 4 of a paper's experiments.
     Exact for K <= 4.  Caught by ``s`` and the acceptance count at K = 8.
     """
-    def rule(children, mu_draft, mu_target, sigma, rng):
-        batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        return dgrs_kernel(batch, batch.uniform(batch.n, batch.K + 1), level=lambda k: min(k, 4),
-                           final=lambda b, d, v, lv: _dgrs_final(min(b.K, 4), d, v))
-
-    return MutantVerifier("dgrs_levels_clamped_at_4", K, rule, imitates="dgrs")
+    return MutantVerifier("dgrs_levels_clamped_at_4", K, _dgrs_rule(levels="clamped4"), imitates="dgrs")
 
 
 def _middle_coefficient_missing(ws):
@@ -806,23 +806,17 @@ def log1p_ndtr_residual(K: int = 4):
     machine precision everywhere a unit test usually looks (``|s| < 5``).  Caught by ``s`` on the
     large-delta rows (or by the contract, where the draw comes out NaN).
     """
-    def rule(children, mu_draft, mu_target, sigma, rng):
-        batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        u = batch.uniform(batch.n, 3)
-        ws = batch_weights("optimal", batch)
-        pieces = rank_pieces(ws).replace(residual=lambda b, rows, uu: _log1p_ndtr_residual(b, rows, uu, ws))
-        return rank_kernel(batch, u, pieces)
-
-    return MutantVerifier("log1p_ndtr_residual", K, rule)
+    return MutantVerifier("log1p_ndtr_residual", K, _rank_rule(residual=_log1p_ndtr_residual))
 
 
-def _input_dtype_delta(children, mu_draft, mu_target, sigma):
-    """``sqrt(|a|^2 - 2 a.b + |b|^2) / sigma`` in the inputs' dtype (NumPy): catastrophic cancellation."""
+def _expanded_square_delta(batch, children, mu_draft, mu_target, sigma):
+    """``delta = sqrt(|a|^2 - 2 a.b + |b|^2) / sigma`` in the inputs' dtype (NumPy): catastrophic cancellation."""
     a = np.asarray(mu_target)
     b = np.asarray(mu_draft)
     d2 = np.einsum("nd,nd->n", a, a) - 2 * np.einsum("nd,nd->n", a, b) + np.einsum("nd,nd->n", b, b)
     sig = np.broadcast_to(np.asarray(sigma, dtype=a.dtype), d2.shape)
-    return (np.sqrt(np.maximum(d2, 0)) / sig).astype(np.float64)
+    bad = (np.sqrt(np.maximum(d2, 0)) / sig).astype(np.float64)
+    return replace(batch, delta=bad, degenerate=bad <= 1.5e-8)
 
 
 @_register("delta_by_expanded_square", catches="float32 pass: s, acceptance (large ||mu_draft||/sigma)",
@@ -836,13 +830,14 @@ def delta_by_expanded_square(K: int = 4):
     ``||mu||/sigma ~ 1e4``.  Caught by the float32 pass (``s``, acceptance) once the draft means
     are as large as in real runs.
     """
-    def rule(children, mu_draft, mu_target, sigma, rng):
-        batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        bad = _input_dtype_delta(children, mu_draft, mu_target, sigma)
-        batch = replace(batch, delta=bad, degenerate=bad <= 1.5e-8)
-        return _rass_kernel(batch)
+    return MutantVerifier("delta_by_expanded_square", K, _rank_rule(alter_batch=_expanded_square_delta))
 
-    return MutantVerifier("delta_by_expanded_square", K, rule)
+
+def _degenerate_relative_to_mu(batch, children, mu_draft, mu_target, sigma):
+    """Rows with ``delta <= sqrt(eps) ||mu_draft|| / sigma`` (``eps`` of the inputs' dtype) made degenerate (NumPy)."""
+    md = np.asarray(mu_draft)
+    tol = np.sqrt(np.finfo(md.dtype).eps) * np.linalg.norm(md.astype(np.float64), axis=1) / batch.sigma
+    return replace(batch, degenerate=batch.degenerate | (batch.delta <= tol))
 
 
 @_register("degenerate_tolerance_relative_to_mu", catches="float32 pass: s (large ||mu_draft||/sigma)",
@@ -855,14 +850,7 @@ def degenerate_tolerance_relative_to_mu(K: int = 4):
     Plausible: a "relative tolerance" copied from a floating-point comparison helper.  Exact on
     small draft means.  Caught by the float32 pass once ``||mu||/sigma`` is large.
     """
-    def rule(children, mu_draft, mu_target, sigma, rng):
-        batch = prepare(children, mu_draft, mu_target, sigma, rng)
-        md = np.asarray(mu_draft)
-        tol = np.sqrt(np.finfo(md.dtype).eps) * np.linalg.norm(md.astype(np.float64), axis=1) / batch.sigma
-        batch = replace(batch, degenerate=batch.degenerate | (batch.delta <= tol))
-        return _rass_kernel(batch)
-
-    return MutantVerifier("degenerate_tolerance_relative_to_mu", K, rule)
+    return MutantVerifier("degenerate_tolerance_relative_to_mu", K, _rank_rule(alter_batch=_degenerate_relative_to_mu))
 
 
 @_register("orth_noise_tiled_128", catches="rperp (dim > 128)", backends=("numpy",))
@@ -896,8 +884,8 @@ def _own_generator(inner, kind: str):
     return rule
 
 
-def _rass_rule(children, mu_draft, mu_target, sigma, rng):
-    return _rass_kernel(prepare(children, mu_draft, mu_target, sigma, rng))
+#: exact RASS (optimal weights): the unswapped kernel the contract and generator mutants wrap
+_rass_rule = _rank_rule()
 
 
 @_register("reseeds_its_generator", catches="contract (rng_not_advanced), indep_calls")

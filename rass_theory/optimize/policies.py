@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-from scipy.special import betainc, ndtr
 
 from rass_theory._validation import as_generator, check_delta, check_K, check_weights
 
 from .mixture_tv import default_window, logsumexp_rows
 from .rank_weights import segment_spacing, optimal_rank_weights
-from .threshold import threshold_segments
+from .threshold import ThresholdRowLaw, threshold_segments
 
 __all__ = [
     "SelectionPolicy",
@@ -136,39 +135,18 @@ class ThresholdRankPolicy(_SegmentMixturePolicy):
         above = s[np.arange(n), top] >= self.t
         return np.where(above, top, order[np.arange(n), j])
 
+    def _law(self, n: int):
+        """The selected law of ``n`` rows in the one law engine (:class:`~rass_theory.exact.laws.RankLaw`)."""
+        return ThresholdRowLaw(np.full(n, self.t), np.broadcast_to(self.weights, (n, self.K)))
+
     def selected_logpdf(self, delta, s):
         d, s2, flat = _rows(delta, s)
-        x = s2.ravel()
-        out = np.empty(x.size)
-        with np.errstate(divide="ignore"):
-            lw = np.log(self.weights)
-        if len(self._segments) == 1:
-            out = logsumexp_rows(self._segments[0].log_components(x) + lw)
-        else:
-            lower, upper = self._segments
-            hi = x >= self.t
-            out[hi] = upper.log_fixed(x[hi])
-            if np.any(~hi):
-                out[~hi] = logsumexp_rows(lower.log_components(x[~hi]) + lw)
-        out = out.reshape(s2.shape)
+        out = self._law(s2.shape[0]).logpdf(s2)
         return out[:, 0] if flat else out
 
     def selected_cdf(self, delta, s):
         d, s2, flat = _rows(delta, s)
-        x = s2.ravel()
-        K = self.K
-        j = np.arange(K)
-        if not np.isfinite(self.t):
-            F = betainc(j + 1, K - j, ndtr(x)[:, None]) @ self.weights
-        else:
-            F = np.empty(x.size)
-            hi = x >= self.t
-            F[hi] = ndtr(x[hi]) ** K
-            lo = ~hi
-            Pt = ndtr(self.t)
-            xr = np.clip(ndtr(x[lo]) / Pt, 0.0, 1.0)
-            F[lo] = Pt ** K * (betainc(j + 1, K - j, xr[:, None]) @ self.weights)
-        out = np.clip(F.reshape(s2.shape), 0.0, 1.0)
+        out = self._law(s2.shape[0]).cdf(s2)
         return out[:, 0] if flat else out
 
 
