@@ -584,6 +584,11 @@ def _golden_min(nx, fun, a, b, sign, n_iter=36):
     return 0.5 * (a + b)
 
 
+#: grid values evaluated at once by the crossing scan: it runs over blocks of rows of about this
+#: many entries (1 MiB of float64), so that its temporaries stay in the processor's cache
+_SCAN_ENTRIES = 2 ** 17
+
+
 def _grid_crossings(law, delta, whi, precise=False):
     """Crossings of ``f`` and ``g`` per row from the scan on one shared grid (module notes).
 
@@ -608,51 +613,34 @@ def _grid_crossings(law, delta, whi, precise=False):
         pieces = [nx.linspace(-L, -_CORE, n_left, delta)[:-1], nx.linspace(-_CORE, core_hi, n_core, delta)]
         if hi > core_hi:
             pieces.append(nx.linspace(core_hi, hi, max(n_right, 2), delta)[1:])
-        grid = nx.concat(pieces, 0)
-        lr = law.log_ratio_grid(grid) if hasattr(law, "log_ratio_grid") else \
-            law.log_ratio(grid[None, :] + nx.zeros_like(delta)[:, None])
-        s2 = grid[None, :]
-
-        def pick(idx):
-            return grid[idx]
+        s2 = nx.concat(pieces, 0)[None, :]
+        # blocks of rows (one block for a law whose take() costs as much as all its rows)
+        step = r if getattr(law, "unblocked", False) else max(1, _SCAN_ENTRIES // s2.shape[1])
     else:                              # accelerator: a per-row grid of a fixed size (no host read)
         top = math.sqrt(2.0 * math.log(max(K, 2)))
         m = int(math.ceil((2.0 * L + max(top, 4.0)) / sp)) + 1
         frac = nx.linspace(0.0, 1.0, m, delta)
         s2 = -L + (whi + L)[:, None] * frac[None, :]
-        lr = law.log_ratio(s2)
-
-        def pick(idx):
-            return nx.gather(s2, idx)
-    d = delta[:, None]
-    h = d * s2 - 0.5 * d * d - lr
-    if nx.maybe_any(h != h):
-        h = nx.where(h != h, nx.zeros_like(h) + 1.0, h)   # NaN (both densities 0): positive
-    pos = h > 0
-    brk = law.breaks() if hasattr(law, "breaks") else None
-    split = None
-    if brk is not None:                                    # the cell holding a jump is split there
-        k_brk = nx.count_below(s2 + nx.zeros_like(delta)[:, None], brk) - 1
-        on = (k_brk >= 0) & (k_brk < s2.shape[1] - 1) & (brk < whi)
-        k_brk = nx.clip(k_brk, 0, s2.shape[1] - 2)
-        split = (on, k_brk)
-    events, dip = _scan_events(nx, h, pos, s2, whi, split)
+        step = r
     C = min(K + 2, s2.shape[1] - 1)                        # crossing slots per row
-    cell = nx.first_true(events, C)                        # (r, C)
-    valid = nx.gather(events, cell)
-    is_dip = nx.gather(dip, cell) & valid
+    if step >= r:
+        scan = _scan_rows(law, delta, whi, s2, C)
+    else:
+        parts = []
+        for start in range(0, r, step):
+            sub = nx.arange(min(r, start + step) - start, delta) + start
+            parts.append(_scan_rows(law.take(sub), delta[sub], whi[sub], s2, C))
+        scan = [None if x[0] is None else nx.concat(list(x), 0) for x in zip(*parts)]
+    cell, a, b, a_prev, h_a, h_b, valid, is_dip, pos_cell, pos0, on, brk_left, brk_right = scan
+    brk = law.breaks() if hasattr(law, "breaks") else None
     is_change = valid & ~is_dip
     rows = nx.arange(r, delta)[:, None] + 0 * cell
-    a = pick(cell)
-    b = pick(cell + 1)
-    a_prev = pick(nx.maximum(cell - 1, 0))
     flat = (lambda x: x.reshape(-1))
     hfun = _h_rows(law, delta, nx)
     rows_f = flat(rows)
     # a crossing where f and g are both below 1e-12 at the cell's ends moves a mass by
     # O(e^2 1e-12): a tolerance of 1e-6 there keeps that below 1e-24
     log_f = lambda x: -0.5 * (x - delta[:, None]) ** 2 - _LOG_SQRT_2PI          # noqa: E731
-    h_a, h_b = nx.gather(h, cell), nx.gather(h, cell + 1)
     top_log = nx.maximum(nx.maximum(log_f(a), log_f(b)), nx.maximum(log_f(a) - h_a, log_f(b) - h_b))
     tail = flat(top_log < math.log(1e-12))
     chg = flat(is_change)
@@ -681,7 +669,7 @@ def _grid_crossings(law, delta, whi, precise=False):
     x_tail = _solve(nx, hfun, flat(a), flat(b), rows_f, chg & tail, tail_tol)
     x_change = nx.where(tail, x_tail, x_change)
     # hidden pairs: the extremum of h between the dip's neighbours, then a root on each side
-    sign = nx.where(flat(nx.gather(pos, cell)), 1.0, -1.0)
+    sign = nx.where(flat(pos_cell), 1.0, -1.0)
     dmask = flat(is_dip)
     idx = nx.rows_where(dmask)
     if idx is None:
@@ -702,13 +690,51 @@ def _grid_crossings(law, delta, whi, precise=False):
     second = nx.where(split, x_right, inf + nx.zeros_like(x_change))
     parts = [first.reshape(r, C), second.reshape(r, C)]
     if brk is not None:
-        parts.append(_break_crossings(nx, law, delta, brk, on, pick(k_brk[:, None])[:, 0],
-                                      pick(k_brk[:, None] + 1)[:, 0], hfun, tol))
+        parts.append(_break_crossings(nx, law, delta, brk, on, brk_left, brk_right, hfun, tol))
     pts = nx.sort(nx.concat(parts, 1), 1)
     most = nx.host_max(nx.count_true(nx.isfinite(pts), 1) + 0.0) if r else 0.0
     if most is not None:                                   # drop the all-padding columns
         pts = pts[:, :max(int(most), 1)]
-    return pts, pos[:, 0]
+    return pts, pos0
+
+
+def _scan_rows(law, delta, whi, s2, C):
+    """The grid scan of one block of rows: ``h = log f - log g`` on the grid ``s2`` (``(1, m)``
+    shared or ``(r, m)`` per row) and up to ``C`` event cells per row (:func:`_scan_events`).
+
+    Returns per row and slot ``(cell, a, b, a_prev, h_a, h_b, valid, is_dip, positive)`` (the
+    cell, its ends, the left end of the cell before, ``h`` at the ends, whether the slot holds an
+    event, a dip, and the sign of ``h`` at ``a``), ``positive`` at the grid's first point, and
+    for a law with jumps ``(on, left, right)``: whether the row's jump lies in its window and the
+    ends of the cell holding it (``None`` without jumps).
+    """
+    nx = law.nx
+    shared = s2.shape[0] == 1
+    lr = law.log_ratio_grid(s2[0]) if shared and hasattr(law, "log_ratio_grid") else \
+        law.log_ratio(s2 + nx.zeros_like(delta)[:, None])
+    d = delta[:, None]
+    h = d * s2 - 0.5 * d * d - lr
+    if nx.maybe_any(h != h):
+        h = nx.where(h != h, nx.zeros_like(h) + 1.0, h)   # NaN (both densities 0): positive
+    pos = h > 0
+
+    def pick(idx):
+        return s2[0][idx] if shared else nx.gather(s2, idx)
+
+    brk = law.breaks() if hasattr(law, "breaks") else None
+    split = on = brk_left = brk_right = None
+    if brk is not None:                                    # the cell holding a jump is split there
+        k_brk = nx.count_below(s2, brk) - 1                # s2 (1, m) broadcasts over the rows
+        on = (k_brk >= 0) & (k_brk < s2.shape[1] - 1) & (brk < whi)
+        k_brk = nx.clip(k_brk, 0, s2.shape[1] - 2)
+        split = (on, k_brk)
+        brk_left, brk_right = pick(k_brk[:, None])[:, 0], pick(k_brk[:, None] + 1)[:, 0]
+    events, dip = _scan_events(nx, h, pos, s2, whi, split)
+    cell = nx.first_true(events, C)                        # (r, C)
+    valid = nx.gather(events, cell)
+    return (cell, pick(cell), pick(cell + 1), pick(nx.maximum(cell - 1, 0)), nx.gather(h, cell),
+            nx.gather(h, cell + 1), valid, nx.gather(dip, cell) & valid, nx.gather(pos, cell), pos[:, 0],
+            on, brk_left, brk_right)
 
 
 def _scan_events(nx, h, pos, s2, whi, split):
