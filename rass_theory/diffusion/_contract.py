@@ -52,9 +52,9 @@ def resolve_verifier(spec, K: int):
     go through :func:`rass_theory.verifiers.get_verifier`.
     """
     if isinstance(spec, str):
-        from ..verifiers import get_verifier
+        from ..verifiers import get_verifier, rule_key
 
-        if spec.strip().lower() == "threshold":
+        if rule_key(spec) == "threshold":
             return snapped_threshold_verifier()
         return get_verifier(spec, K)
     if callable(spec):
@@ -66,7 +66,9 @@ def resolve_verifier(spec, K: int):
 def verifier_name(spec) -> str:
     """A short display name: the rule name, else the callable's ``name``/``__name__``."""
     if isinstance(spec, str):
-        return spec.strip().lower().replace("-", "").replace("_", "")
+        from ..verifiers import rule_key
+
+        return rule_key(spec)
     for attr in ("name", "__name__"):
         value = getattr(spec, attr, None)
         if isinstance(value, str) and value:

@@ -79,13 +79,22 @@ class _SnappedThreshold:
     def _cell(self, delta: float) -> int:
         return max(0, int(np.searchsorted(self.grid, delta, side="right")) - 1)
 
-    def expected_acceptance(self, K: int, delta: float) -> float:
-        """Exact acceptance of the snapped policy at ``delta`` (parameters of its grid cell)."""
-        from ..optimize.policies import threshold_acceptance
+    def _policy(self, K: int, cell: int):
+        """The optimal threshold policy of grid cell ``cell`` (the NumPy sampler's, memoised there)."""
         from ._contract import _threshold_policy
 
-        pol = _threshold_policy(int(K), float(self.grid[self._cell(float(delta))]))
+        return _threshold_policy(int(K), float(self.grid[cell]))
+
+    def _acceptance(self, K: int, cell: int, delta: float) -> float:
+        """Exact acceptance at ``delta`` of grid cell ``cell``'s policy."""
+        from ..optimize.policies import threshold_acceptance
+
+        pol = self._policy(K, cell)
         return float(threshold_acceptance(int(K), float(delta), pol.t, pol.weights))
+
+    def expected_acceptance(self, K: int, delta: float) -> float:
+        """Exact acceptance of the snapped policy at ``delta`` (parameters of its grid cell)."""
+        return self._acceptance(K, self._cell(float(delta)), delta)
 
     def acceptance_array(self, K: int, delta) -> np.ndarray:
         """Vectorised acceptance at many deltas: each grid cell's policy tabulated at 11 points from
@@ -102,22 +111,17 @@ class _SnappedThreshold:
     def _cell_table(self, K: int, c: int):
         key = ("table", K, c)
         if key not in self._verifiers:                     # built on first use, one grid cell at a time
-            from ..optimize.policies import threshold_acceptance
-            from ._contract import _threshold_policy
-
             edges = np.r_[self.grid, max(self.grid[-1] * 1.5, self.grid[-1] + 2.0)]
-            pol = _threshold_policy(K, float(self.grid[c]))
             xs = np.linspace(edges[c], edges[c + 1], 11)
-            self._verifiers[key] = (xs, np.array([threshold_acceptance(K, float(x), pol.t, pol.weights) for x in xs]))
+            self._verifiers[key] = (xs, np.array([self._acceptance(K, c, x) for x in xs]))
         return self._verifiers[key]
 
     def _verifier(self, K, cell):
         key = (K, cell)
         if key not in self._verifiers:
             from ..torch import verifiers as tv
-            from ._contract import _threshold_policy
 
-            pol = _threshold_policy(int(K), float(self.grid[cell]))
+            pol = self._policy(K, cell)
             self._verifiers[key] = tv.threshold(t=float(pol.t), weights=np.asarray(pol.weights, dtype=float))
         return self._verifiers[key]
 
@@ -145,7 +149,9 @@ def resolve_torch_verifier(spec, K: int):
     """A torch verifier for ``K`` children: ``"threshold"`` is :class:`_SnappedThreshold`; every
     other rule name and any callable resolve as for the NumPy sampler
     (:func:`._contract.resolve_verifier`: one class per rule serves both back ends)."""
-    if isinstance(spec, str) and spec.strip().lower() == "threshold":
+    from ..verifiers import rule_key
+
+    if isinstance(spec, str) and rule_key(spec) == "threshold":
         return _SnappedThreshold()
     return resolve_verifier(spec, K)
 

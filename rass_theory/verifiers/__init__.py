@@ -38,13 +38,15 @@ from .threshold import ThresholdVerifier, threshold
 __all__ = [
     "rmc", "dgrs", "rass", "resample", "threshold", "policy", "from_node_rule", "optimal_list",
     "check_contract", "VerifierResult", "ContractViolation", "ContractIssue", "VIOLATION_KINDS",
-    "get_verifier", "VERIFIER_NAMES",
+    "get_verifier", "rule_key", "VERIFIER_NAMES",
     "RMCVerifier", "DGRSVerifier", "RASSVerifier", "ResampleVerifier", "PolicyVerifier", "NodeRuleVerifier",
     "OptimalListVerifier", "ThresholdVerifier",
 ]
 
 #: Names accepted by :func:`get_verifier`.
 VERIFIER_NAMES = ("rmc", "dgrs", "rass", "threshold", "resample", "optimal_list")
+#: the factories without arguments, by :func:`rule_key` (``threshold`` takes ``K``)
+_FACTORIES = {"rmc": rmc, "dgrs": dgrs, "rass": rass, "resample": resample, "optimallist": optimal_list}
 
 
 def get_verifier(name_or_callable, K: int | None = None):
@@ -74,19 +76,16 @@ def get_verifier(name_or_callable, K: int | None = None):
     if not isinstance(name_or_callable, str):
         raise TypeError(f"verifier must be a rule name {VERIFIER_NAMES} or a callable, "
                         f"got {type(name_or_callable).__name__}")
-    key = name_or_callable.strip().lower().replace("-", "").replace("_", "")
-    if key == "rmc":
-        if K is not None and K != 1:
-            raise ValueError(f"verifier 'rmc' needs K = 1, got K = {K}")
-        return rmc()
-    if key == "dgrs":
-        return dgrs()
-    if key == "rass":
-        return rass()
+    key = rule_key(name_or_callable)
+    if key == "rmc" and K is not None and K != 1:
+        raise ValueError(f"verifier 'rmc' needs K = 1, got K = {K}")
     if key == "threshold":
         return threshold(K=K)
-    if key == "resample":
-        return resample()
-    if key == "optimallist":
-        return optimal_list()
-    raise ValueError(f"verifier must be one of {VERIFIER_NAMES} or a callable, got {name_or_callable!r}")
+    if key not in _FACTORIES:
+        raise ValueError(f"verifier must be one of {VERIFIER_NAMES} or a callable, got {name_or_callable!r}")
+    return _FACTORIES[key]()
+
+
+def rule_key(name: str) -> str:
+    """A rule name as :func:`get_verifier` reads it: case-insensitive, ``-`` and ``_`` ignored."""
+    return name.strip().lower().replace("-", "").replace("_", "")
