@@ -210,6 +210,7 @@ class RankLaw:
             finite = nx.isfinite(self.t)
             log_P = nx.where(finite, nx.log_ndtr(nx.where(finite, self.t, nx.zeros_like(self.t))), nx.zeros_like(self.t))
             self._one_minus_PK1 = -nx.expm1((K - 1) * log_P)      # 1 - Phi(t)^(K-1)
+            self._Pt, self._Qt = nx.ndtr(self.t), nx.ndtr(-self.t)  # Phi(t), Phi(-t)
 
     # -- protocol ---------------------------------------------------------------------------
     def breaks(self):
@@ -225,7 +226,7 @@ class RankLaw:
         out._source, out._rows = self, rows
         out.t = None if self.t is None else self.t[rows]
         if self.t is not None:
-            out._one_minus_PK1 = self._one_minus_PK1[rows]
+            out._one_minus_PK1, out._Pt, out._Qt = self._one_minus_PK1[rows], self._Pt[rows], self._Qt[rows]
         return out
 
     def __getattr__(self, name):
@@ -251,15 +252,18 @@ class RankLaw:
 
     def _pq(self, s):
         """``p = Phi(s)``, ``q`` (``Phi(-s)``, or ``Phi(t) - Phi(s)`` from the tails that do not
-        cancel) and the mask ``s < t`` (``None`` for RASS)."""
+        cancel, ``0`` at ``s >= t``) and the mask ``s < t`` (``None`` for RASS).
+
+        One ``ndtr``: the smaller of ``Phi(s)``, ``Phi(-s)`` from its own tail, the other one
+        ``1 -`` it (relative error ``eps``: it is ``>= 1/2``)."""
         nx = self.nx
-        p = nx.ndtr(s)
+        upper = s > 0
+        tail = nx.ndtr(-nx.abs(s))
+        p = nx.where(upper, 1.0 - tail, tail)
         if self.t is None:
-            return p, nx.ndtr(-s), None
-        t = self.t[:, None]
-        sm = nx.minimum(s, t)
-        q = nx.where(sm > 0, nx.ndtr(-sm) - nx.ndtr(-t), nx.ndtr(t) - nx.ndtr(sm))
-        return p, nx.maximum(q, 0.0), s < t
+            return p, nx.where(upper, tail, 1.0 - tail), None
+        q = nx.where(upper, tail - self._Qt[:, None], self._Pt[:, None] - tail)
+        return p, nx.maximum(q, 0.0), s < self.t[:, None]
 
     def _log_pq(self, s):
         """``log p = log Phi(s)`` and ``log q`` (``log Phi(-s)``, or ``log(Phi(t) - Phi(min(s, t)))``)."""
@@ -422,11 +426,7 @@ class RankLaw:
             return self.log_ratio(grid[None, :] + nx.zeros_like(self.t)[:, None])
         p, Q = nx.ndtr(grid), nx.ndtr(-grid)
         t = self.t[:, None]
-        finite = nx.isfinite(t)
-        tt = nx.where(finite, t, nx.zeros_like(t))
-        P_row = nx.where(finite, nx.ndtr(tt), nx.zeros_like(t) + 1.0)
-        Q_row = nx.where(finite, nx.ndtr(-tt), nx.zeros_like(t))
-        q = nx.maximum(nx.where(grid[None, :] > 0, Q[None, :] - Q_row, P_row - p[None, :]), 0.0)
+        q = nx.maximum(nx.where(grid[None, :] > 0, Q[None, :] - self._Qt[:, None], self._Pt[:, None] - p[None, :]), 0.0)
         pp = _powers(p, K - 1)
         # Horner in q: sum_j c_j p^j q^(K-1-j) = (((c_0 q + c_1 p) q + c_2 p^2) q + ...) (positive terms)
         B = self._col(self._pdf_coef, 0) + nx.zeros_like(q)
