@@ -92,17 +92,20 @@ class CallChecker:
             return
         accepted, valid = found.accepted, found.valid.copy()
         children = np.asarray(children)
-        rej = np.flatnonzero(valid & ~accepted) if copy_check_applies(self.dtype_name, self.dim) else []
-        if len(rej):   # a cheap first-coordinate screen, then the full comparison on the candidates only
-            cand = rej[(states[rej, None, 0] == children[rej, :, 0]).any(axis=1)]
-            copy = np.zeros(len(rej), bool)
-            if cand.size:
-                copy[np.searchsorted(rej, cand)] = (states[cand, None, :] == children[cand]).all(axis=2).any(axis=1)
-            if copy.any():
-                self._note("uncorrected_copy", int(copy.sum()),
-                           f"[uncorrected_copy] {int(copy.sum())} row(s) marked not accepted return one of "
+        if copy_check_applies(self.dtype_name, self.dim) and n:
+            # a cheap first-coordinate screen on every row (strided views, no gathers), then the
+            # full comparison on the not-accepted candidates only
+            first = states[:, 0]
+            hit = first == children[:, 0, 0]
+            for k in range(1, children.shape[1]):
+                hit |= first == children[:, k, 0]
+            cand = np.flatnonzero(hit & valid & ~accepted)
+            copy = cand[(states[cand, None, :] == children[cand]).all(axis=2).any(axis=1)] if cand.size else cand
+            if copy.size:
+                self._note("uncorrected_copy", int(copy.size),
+                           f"[uncorrected_copy] {int(copy.size)} row(s) marked not accepted return one of "
                            f"their children unchanged (batch of {n} row(s), {self.dtype_name})")
-                valid[rej[copy]] = False
+                valid[copy] = False
         self.states[a:b] = states
         self.valid[a:b] = valid
         self.accepted[a:b] = accepted
