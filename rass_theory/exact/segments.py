@@ -217,6 +217,7 @@ def evaluate_tv(
     window: tuple[float, float],
     spacing: float = 0.04,
     hessian: bool = True,
+    known_crossings: np.ndarray | None = None,
 ) -> TVEvaluation:
     """Exact acceptance, TV, gradient and Hessian of ``g_w`` against ``N(delta, 1)``.
 
@@ -235,6 +236,9 @@ def evaluate_tv(
         Grid spacing for bracketing the crossings.
     hessian : bool
         Whether to assemble the Hessian.
+    known_crossings : ndarray, optional
+        Crossings known to machine precision for a segment with its own crossing search
+        (:meth:`RankSegment.intervals`, ``known``), which then only confirms them.
 
     Notes
     -----
@@ -268,7 +272,7 @@ def evaluate_tv(
         glo, ghi = max(lo, lo_w), min(hi, hi_w)
         if hasattr(seg, "intervals"):
             # the segment has its own crossing engine (RASS: rass_theory.exact.batch)
-            roots, signs, engine_tv = seg.intervals(w, delta, window)
+            roots, signs, engine_tv = seg.intervals(w, delta, window, known_crossings)
             roots = list(roots)
         elif glo >= ghi:
             # segment lies outside the window: sign from its midpoint-ish representative
@@ -384,6 +388,8 @@ def _polish(fun, roots):
     lo, hi = roots.copy(), roots.copy()
     todo = np.ones(roots.size, dtype=bool)
     for e in (1e-12, 1e-9, 1e-6, 1e-3):
+        if not np.any(todo):
+            break
         eta = e * (1.0 + np.abs(roots))
         a, b = roots - eta, roots + eta
         flip = todo & ((fun(a) > 0) != (fun(b) > 0))
@@ -394,6 +400,21 @@ def _polish(fun, roots):
     if np.any(ok):
         out[ok] = bracketed_roots(fun, lo[ok], hi[ok])
     return out
+
+
+def _roots_and_signs(bounds, positive):
+    """The crossings of one row of :func:`rass_theory.exact.laws.residual_intervals` and the
+    sign of ``f - g`` on each interval between them."""
+    nc = int(np.count_nonzero(np.isfinite(bounds[0])))
+    return bounds[0, 1:1 + nc], [bool(x) for x in positive[0, :nc + 1]]
+
+
+def _excess_tv(law, roots, delta: float, signs) -> float:
+    """``TV = sum of D(b) - D(a)`` over the intervals of ``A`` between ``roots``, with
+    ``D = F - G`` in excess form (:func:`rass_theory.exact.laws.residual_intervals`, Notes)."""
+    D = np.concatenate([[0.0], shift_difference(NUMPY, roots, float(delta))
+                        - law.cdf_excess(roots[:, None])[:, 0], [0.0]])
+    return float(np.maximum(np.diff(D), 0.0)[np.asarray(signs, dtype=bool)].sum())
 
 
 class RankSegment:
@@ -442,7 +463,7 @@ class RankSegment:
 
         return fun, (lambda s: np.exp(log_phi(s)))
 
-    def intervals(self, w, delta, window):
+    def intervals(self, w, delta, window, known=None):
         """Crossings, signs of ``f - g_w`` between them, and ``TV``, from the one crossing search.
 
         :func:`rass_theory.exact.laws.residual_intervals` (the search of every residual, on the
@@ -452,22 +473,29 @@ class RankSegment:
         rounding ``eps`` against an ``O(delta)`` signal, which moves a crossing by
         ``~eps / delta``, first order in the certificate's component masses; the masses are
         then summed again at the polished crossings.
+
+        ``known``: crossings the caller has solved to machine precision on :meth:`sign_function`'s
+        form (the KKT solve, :mod:`rass_theory.optimize.kkt`).  The search then only confirms
+        them (roots to its ``1e-9``, the same number, each within ``2e-6 (1 + |c|)``) and the
+        masses are summed at them; unconfirmed, they are ignored.
         """
         w = np.asarray(w, dtype=np.float64)
         law = rank_law(w)
-        bounds, positive, mass = residual_intervals(law, np.array([float(delta)]))
-        nc = int(np.count_nonzero(np.isfinite(bounds[0])))
-        roots = bounds[0, 1:1 + nc]
-        signs = positive[0, :nc + 1]
+        d = np.array([float(delta)])
+        if known is not None:
+            roots, signs = _roots_and_signs(*residual_intervals(law, d, precise=False)[:2])
+            known = np.sort(np.asarray(known, dtype=np.float64))
+            if known.size == roots.size and np.all(np.abs(known - roots) <= 2e-6 * (1.0 + np.abs(known))):
+                return known, signs, _excess_tv(law, known, delta, signs)
+        bounds, positive, mass = residual_intervals(law, d)
+        roots, signs = _roots_and_signs(bounds, positive)
         custom = self.sign_function(w, delta)
-        if custom is None or not nc:
-            return roots, [bool(x) for x in signs], float(mass[0].sum())
-        roots = _polish(custom[0], roots)
+        if custom is None or not roots.size:
+            return roots, signs, float(mass[0].sum())
         # the masses again at the polished crossings: D = F - G is stationary at a crossing, but
         # an engine root off by ~eps/delta still costs ~(eps/delta)^2 relative in TV at tiny delta
-        D = np.concatenate([[0.0], shift_difference(NUMPY, roots, float(delta))
-                            - law.cdf_excess(roots[:, None])[:, 0], [0.0]])
-        return roots, [bool(x) for x in signs], float(np.maximum(np.diff(D), 0.0)[signs].sum())
+        roots = _polish(custom[0], roots)
+        return roots, signs, _excess_tv(law, roots, delta, signs)
 
     def component_masses(self, a, b):
         a = np.asarray(a, dtype=np.float64)[:, None]

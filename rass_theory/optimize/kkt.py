@@ -53,7 +53,9 @@ def kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A:
 
 def _kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A: bool,
                 *, max_iter: int = 12, tol: float = 1e-14):
-    """Newton on the KKT system from ``(w0, c0)``; returns weights or ``None`` on failure.
+    """Newton on the KKT system from ``(w0, c0)``; ``None`` on failure, else ``(weights,
+    crossings)``, the crossings being ``None`` unless the residual reached ``tol`` (then they
+    are roots of ``(f - g_w) / phi`` to its rounding).
 
     Parameters
     ----------
@@ -79,7 +81,6 @@ def _kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A
     in_A = np.array([(k % 2 == 0) == left_in_A for k in range(m + 1)])
     # sigma_k = d b(A)/d c_k / b(c_k): +1 if c_k is a right end of an A-interval, -1 if a left end
     sigma = np.where(in_A[:-1], 1.0, -1.0)
-    nu = 0.0
     notS = np.setdiff1d(np.arange(K), S)  # ranks outside the support (weight 0)
 
     def residual(w, c, nu):
@@ -94,14 +95,16 @@ def _kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A
         return np.concatenate([h, masses - nu, [w.sum() - 1.0]]), ratio, slope, x
 
     # a consistent start for nu: the weighted mean of the masses
-    r0, ratio, slope, x = residual(w, c, 0.0)
-    nu = float(r0[m:m + s] @ w)
+    current = residual(w, c, 0.0)
+    nu = float(current[0][m:m + s] @ w)
+    current[0][m:m + s] -= nu
     for _ in range(max_iter):
-        r, ratio, slope, x = residual(w, c, nu)
+        r, ratio, slope, x = current
         if not np.all(np.isfinite(r)):
             return None
         norm = float(np.max(np.abs(r)))
-        if norm <= tol:
+        converged = norm <= tol
+        if converged:
             break
         Jm = np.zeros((m + s + 1, s + m + 1))
         Jm[:m, :s] = -ratio[:, S]
@@ -121,17 +124,20 @@ def _kkt_newton(segment, delta: float, w0: np.ndarray, c0: np.ndarray, left_in_A
             w_new = w + alpha * step[:s]
             c_new = c + alpha * step[s:s + m]
             if np.all(w_new >= -1e-14) and np.all(np.diff(c_new) > 0):
-                rn = residual(np.clip(w_new, 0, None), c_new, nu + alpha * step[-1])[0]
-                if np.all(np.isfinite(rn)) and (np.max(np.abs(rn)) < norm or alpha < 0.02):
+                trial = residual(np.clip(w_new, 0, None), c_new, nu + alpha * step[-1])
+                if np.all(np.isfinite(trial[0])) and (np.max(np.abs(trial[0])) < norm or alpha < 0.02):
                     break
             alpha *= 0.5
         else:
             return None
         if np.any(w_new < -1e-14) or np.any(np.diff(c_new) <= 0):
             return None  # the support or the crossing pattern changes: not this structure
-        w, c, nu = np.clip(w_new, 0.0, None), c_new, nu + alpha * step[-1]
+        # the accepted trial's residual is the next iterate's (same arguments)
+        w, c, nu, current = np.clip(w_new, 0.0, None), c_new, nu + alpha * step[-1], trial
+    else:
+        converged = False
     out = np.zeros(K)
     out[S] = w
     if out.sum() <= 0:
         return None
-    return out / out.sum()
+    return out / out.sum(), (c if converged else None)

@@ -35,7 +35,6 @@ from rass_theory.exact.segments import (
     certified_gap,
     default_window,
     evaluate_tv,
-    fw_gap,
     rank_segment as _segment,
     rass_evaluation,
 )
@@ -226,18 +225,20 @@ def _kkt_continuation(K: int, delta: float, nb, source: str = "cached") -> Optim
     seg = _segment(K)
     n_steps = int(min(max(np.ceil(abs(delta - d0) / 0.1), 1), 3))
     for d in np.linspace(d0, delta, n_steps + 1)[1:]:
-        w_new = kkt_newton(seg, float(d), w, c, left)
-        if w_new is None:
+        solved = kkt_newton(seg, float(d), w, c, left)
+        if solved is None:
             return None
+        w_new, c_new = solved
         if d != delta:
             ev = evaluate_tv([seg], w_new, float(d), window=default_window(K, d),
                              spacing=segment_spacing(K), hessian=False)
             if ev.crossings.size != c.size or _left_in_A(ev) != left:
                 return None
             w, c = w_new, ev.crossings
+    # the search only confirms the KKT crossings (P4.7)
     ev = evaluate_tv([seg], w_new, delta, window=default_window(K, delta),
-                     spacing=segment_spacing(K), hessian=False)
-    gap = min(fw_gap(ev, w_new), certified_gap(ev, w_new))
+                     spacing=segment_spacing(K), hessian=False, known_crossings=c_new)
+    gap = certified_gap(ev, w_new)  # <= fw_gap(ev, w_new), its D = {} candidate
     if gap > _GAP_TARGET:
         return None
     return OptimalWeightsResult(
@@ -253,7 +254,7 @@ def _top_vertex(K: int, delta: float) -> OptimalWeightsResult | None:
     w = np.eye(K)[K - 1]
     ev = evaluate_tv([_segment(K)], w, delta, window=default_window(K, delta),
                      spacing=segment_spacing(K), hessian=False)
-    gap = min(fw_gap(ev, w), certified_gap(ev, w))
+    gap = certified_gap(ev, w)
     if gap > 1e-12 * ev.acceptance:
         return None
     return OptimalWeightsResult(
@@ -343,16 +344,19 @@ def _optimal_rank_weights(K: int, delta: float, use_table: bool) -> OptimalWeigh
         return _closed_form_uniform(1, delta, "trivial", "closed-form")
     if delta <= DEGENERATE_DELTA:
         return _closed_form_uniform(K, delta, "degenerate", "closed-form")
-    res = None
-    if delta >= 2.0 or (use_table and _beyond_table(K, delta)):
+    neighbours = _table_neighbours(K, delta) if use_table else []
+    # the top-rank vertex first past the table (or without one) at large delta; inside the
+    # table's range its rows are not that vertex, so it is only tried after them
+    vertex_first = (use_table and _beyond_table(K, delta)) or (delta >= 2.0 and not neighbours)
+    res = _top_vertex(K, delta) if vertex_first else None
+    # KKT Newton from the bracketing rows of the shipped table (nearest first); each result is
+    # certified at ``delta`` or rejected
+    for nb in neighbours:
+        if res is not None:
+            break
+        res = _kkt_continuation(K, delta, nb, "table")
+    if res is None and delta >= 2.0 and not vertex_first:
         res = _top_vertex(K, delta)
-    if res is None and use_table:
-        # KKT Newton from the bracketing rows of the shipped table (nearest first); each result
-        # is certified at ``delta`` or rejected
-        for nb in _table_neighbours(K, delta):
-            res = _kkt_continuation(K, delta, nb, "table")
-            if res is not None:
-                break
     return res if res is not None else _solve(K, delta)
 
 

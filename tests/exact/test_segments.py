@@ -37,6 +37,44 @@ class TestRankSegmentIntervals:
         assert ev.tv == pytest.approx(math.erf(delta / (2 * math.sqrt(2.0))), rel=1e-14)   # 2 Phi(delta/2) - 1
 
 
+class TestKnownCrossings:
+    @pytest.mark.parametrize("K,delta", [(4, 0.3), (8, 1.17), (16, 2.6)])
+    def test_confirmed_crossings_replace_the_search(self, K, delta, rng):
+        """Crossings known to rounding (here: the precise search's, nudged by 1e-12) are confirmed
+        by the 1e-9 search and used as they are; TV is summed at them (D is stationary there)."""
+        w = rng.dirichlet(np.ones(K))
+        seg = segments.rank_segment(K)
+        roots, signs, tv = seg.intervals(w, delta, window(K, delta))
+        known = roots + 1e-12
+        got, got_signs, got_tv = seg.intervals(w, delta, window(K, delta), known)
+        np.testing.assert_array_equal(got, known)
+        assert got_signs == signs
+        assert got_tv == pytest.approx(tv, rel=1e-12, abs=1e-18)
+
+    @pytest.mark.parametrize("shift", ["drop", "move"])
+    def test_wrong_crossings_are_ignored(self, shift, rng):
+        """A missing crossing, or one 1e-3 away from the search's, is not confirmed: the result is
+        the plain search's, bit for bit."""
+        K, delta = 8, 1.17
+        w = rng.dirichlet(np.ones(K))
+        seg = segments.rank_segment(K)
+        plain = seg.intervals(w, delta, window(K, delta))
+        known = plain[0][1:] if shift == "drop" else plain[0] + np.r_[1e-3, np.zeros(plain[0].size - 1)]
+        got = seg.intervals(w, delta, window(K, delta), known)
+        np.testing.assert_array_equal(got[0], plain[0])
+        assert got[1:] == plain[1:]
+
+    def test_evaluate_tv_passes_them_on(self, rng):
+        K, delta = 8, 0.53
+        w = rng.dirichlet(np.ones(K))
+        ev = segments.rass_evaluation(w, delta)
+        known = ev.crossings + 1e-12
+        ev2 = segments.evaluate_tv([segments.rank_segment(K)], w, delta, window=window(K, delta),
+                                   hessian=False, known_crossings=known)
+        np.testing.assert_array_equal(ev2.crossings, known)
+        assert ev2.acceptance == pytest.approx(ev.acceptance, abs=1e-14)
+
+
 class TestPolish:
     def test_roots_found_from_nearby_guesses(self):
         def fun(x):
