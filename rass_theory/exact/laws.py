@@ -543,7 +543,6 @@ _CORE = 6.5
 #: tolerance of a crossing: ``D = F - G`` is stationary there (``D' = f - g = 0``), so an error
 #: ``e`` in a crossing moves an interval mass by ``O(e^2 max|(f - g)'|)`` (``1e-18`` here)
 _CROSSING_TOL = 1e-9
-_TAIL_CROSSING_TOL = 1e-6
 
 
 def _solve(nx, fun, a, b, rows, mask, tol=None, values=None):
@@ -597,7 +596,7 @@ def _grid_crossings(law, delta, whi, precise=False):
     not to the sampler's :data:`_CROSSING_TOL` (what the certificate needs: there a crossing's
     error enters first order).
     """
-    tol, tail_tol = (None, None) if precise else (_CROSSING_TOL, _TAIL_CROSSING_TOL)
+    tol = None if precise else _CROSSING_TOL
     nx, K = law.nx, law.K
     r = delta.shape[0]
     L = half_width(K)
@@ -638,25 +637,23 @@ def _grid_crossings(law, delta, whi, precise=False):
     flat = (lambda x: x.reshape(-1))
     hfun = _h_rows(law, delta, nx)
     rows_f = flat(rows)
-    # a crossing where f and g are both below 1e-12 at the cell's ends moves a mass by
-    # O(e^2 1e-12): a tolerance of 1e-6 there keeps that below 1e-24
-    log_f = lambda x: -0.5 * (x - delta[:, None]) ** 2 - _LOG_SQRT_2PI          # noqa: E731
-    top_log = nx.maximum(nx.maximum(log_f(a), log_f(b)), nx.maximum(log_f(a) - h_a, log_f(b) - h_b))
-    tail = flat(top_log < math.log(1e-12))
     chg = flat(is_change)
     # one regula-falsi step from the grid values narrows each bracket before the root finder
+    # (where both values are finite: g may underflow far in a tail)
     fa, fb = flat(h_a), flat(h_b)
-    with np.errstate(invalid="ignore"):                # inf - inf where g vanishes: not a change cell
+    with np.errstate(invalid="ignore"):
         denom = nx.where(fb == fa, nx.zeros_like(fa) + 1.0, fb - fa)
         x0 = nx.minimum(nx.maximum(flat(a) - fa * (flat(b) - flat(a)) / denom, flat(a)), flat(b))
-    idx0 = nx.rows_where(chg & ~tail)
+    idx0 = nx.rows_where(chg & nx.isfinite(fa) & nx.isfinite(fb))
     lo_c, hi_c = flat(a), flat(b)
     f_lo, f_hi = fa, fb                    # h at the bracket ends (grid values, then the step's)
     if idx0 is None:
-        h0 = hfun(x0, rows_f)
-        left = (h0 > 0) == (fa > 0)
-        lo_c, hi_c = nx.where(left, x0, lo_c), nx.where(left, hi_c, x0)
-        f_lo, f_hi = nx.where(left, h0, fa), nx.where(left, fb, h0)
+        narrow = chg & nx.isfinite(fa) & nx.isfinite(fb)
+        h0 = hfun(nx.where(narrow, x0, lo_c), rows_f)
+        left = ((h0 > 0) == (fa > 0)) & narrow
+        right = ((h0 > 0) != (fa > 0)) & narrow
+        lo_c, hi_c = nx.where(left, x0, lo_c), nx.where(right, x0, hi_c)
+        f_lo, f_hi = nx.where(left, h0, fa), nx.where(right, h0, fb)
     elif idx0.shape[0]:
         h0 = hfun(x0[idx0], rows_f[idx0])
         left = (h0 > 0) == (fa[idx0] > 0)
@@ -665,9 +662,12 @@ def _grid_crossings(law, delta, whi, precise=False):
         hi_c[idx0] = nx.where(left, hi_c[idx0], x0[idx0])
         f_lo[idx0] = nx.where(left, h0, fa[idx0])
         f_hi[idx0] = nx.where(left, fb[idx0], h0)
-    x_change = _solve(nx, hfun, lo_c, hi_c, rows_f, chg & ~tail, tol, values=(f_lo, f_hi))
-    x_tail = _solve(nx, hfun, flat(a), flat(b), rows_f, chg & tail, tail_tol)
-    x_change = nx.where(tail, x_tail, x_change)
+    # the sign changes and the cells holding a jump of g: one root-finder call
+    brackets = [(lo_c, hi_c, rows_f, chg, f_lo, f_hi)]
+    if brk is not None:
+        brackets += _break_brackets(nx, delta, brk, on, brk_left, brk_right, hfun)
+    roots = _solve_sets(nx, hfun, brackets, tol)
+    x_change = roots[0]
     # hidden pairs: the extremum of h between the dip's neighbours, then a root on each side
     sign = nx.where(flat(pos_cell), 1.0, -1.0)
     dmask = flat(is_dip)
@@ -683,14 +683,17 @@ def _grid_crossings(law, delta, whi, precise=False):
             ri = rows_f[idx]
             x_mid[idx] = _golden_min(nx, lambda x: hfun(x, ri), flat(a_prev)[idx], flat(b)[idx], sign[idx])
             split[idx] = (hfun(x_mid[idx], ri) > 0) != (sign[idx] > 0)
-    x_left = _solve(nx, hfun, flat(a_prev), x_mid, rows_f, split, tol)
-    x_right = _solve(nx, hfun, x_mid, flat(b), rows_f, split, tol)
-    inf = math.inf
-    first = nx.where(flat(is_change), x_change, nx.where(split, x_left, inf + nx.zeros_like(x_change)))
-    second = nx.where(split, x_right, inf + nx.zeros_like(x_change))
+    x_left, x_right = _solve_sets(nx, hfun, [(flat(a_prev), x_mid, rows_f, split, None, None),
+                                             (x_mid, flat(b), rows_f, split, None, None)], tol)
+    inf = nx.zeros_like(x_change) + math.inf
+    first = nx.where(flat(is_change), x_change, nx.where(split, x_left, inf))
+    second = nx.where(split, x_right, inf)
     parts = [first.reshape(r, C), second.reshape(r, C)]
     if brk is not None:
-        parts.append(_break_crossings(nx, law, delta, brk, on, brk_left, brk_right, hfun, tol))
+        (_, _, _, m_l, _, h_b), (t, _, _, m_r, h_t, _) = brackets[1:]
+        jump = on & ((h_b > 0) != (h_t > 0))
+        parts.append(nx.stack([nx.where(m_l, roots[1], inf[:r]), nx.where(jump, t, inf[:r]),
+                               nx.where(m_r, roots[2], inf[:r])], 1))
     pts = nx.sort(nx.concat(parts, 1), 1)
     most = nx.host_max(nx.count_true(nx.isfinite(pts), 1) + 0.0) if r else 0.0
     if most is not None:                                   # drop the all-padding columns
@@ -787,18 +790,33 @@ def _scan_events(nx, h, pos, s2, whi, split):
     return events, dip
 
 
-def _break_crossings(nx, law, delta, brk, on, left, right, hfun, tol):
-    """Crossings in the grid cell ``[left, right]`` that holds a jump of ``g`` at ``brk``: one on
-    each side (where ``h`` changes sign) and the jump itself; ``(r, 3)``, ``+inf`` where none."""
+def _break_brackets(nx, delta, brk, on, left, right, hfun):
+    """The grid cell ``[left, right]`` that holds a jump of ``g`` at ``brk``: the brackets
+    ``(a, b, rows, mask, h(a), h(b))`` of the crossing left of the jump and of the one right of it
+    (``mask`` where ``h`` changes sign there); the jump itself is a crossing where ``h`` changes
+    sign across it."""
     rows = nx.arange(delta.shape[0], delta)
     t = nx.where(on, brk, left)
     below = nx.maximum(nx.next_below(t), left)
-    h_l, h_b, h_t, h_r = (hfun(x, rows) > 0 for x in (left, below, t, right))
-    inf = nx.zeros_like(delta) + math.inf
-    x_left = _solve(nx, hfun, left, below, rows, on & (h_l != h_b), tol)
-    x_right = _solve(nx, hfun, t, right, rows, on & (h_t != h_r), tol)
-    return nx.stack([nx.where(on & (h_l != h_b), x_left, inf), nx.where(on & (h_b != h_t), t, inf),
-                     nx.where(on & (h_t != h_r), x_right, inf)], 1)
+    h_l, h_b, h_t, h_r = (hfun(x, rows) for x in (left, below, t, right))
+    return [(left, below, rows, on & ((h_l > 0) != (h_b > 0)), h_l, h_b),
+            (t, right, rows, on & ((h_t > 0) != (h_r > 0)), h_t, h_r)]
+
+
+def _solve_sets(nx, fun, brackets, tol):
+    """:func:`_solve` for several sets of brackets ``(a, b, rows, mask, fun(a), fun(b))`` (1-d;
+    values ``None`` where unknown) in one root-finder call; the roots of each set."""
+    sizes = [x[0].shape[0] for x in brackets]
+    cat = [nx.concat([x[i] for x in brackets], 0) for i in range(4)]
+    values = None
+    if all(x[4] is not None for x in brackets):
+        values = tuple(nx.concat([x[i] for x in brackets], 0) for i in (4, 5))
+    roots = _solve(nx, fun, *cat, tol, values=values)
+    out, start = [], 0
+    for n in sizes:
+        out.append(roots[start:start + n])
+        start += n
+    return out
 
 
 def _intervals(law, delta, whi, precise=False):

@@ -186,6 +186,45 @@ class TestSample:
         new_t = laws.sample(laws.threshold_law(torch.tensor(W), torch.tensor(t)), torch.tensor(d), torch.tensor(u))
         np.testing.assert_allclose(new_t.numpy(), new, rtol=0, atol=1e-11)
 
+    @pytest.mark.parametrize("threshold", [False, True])
+    def test_scan_blocks_of_rows_give_the_draws_of_one_block(self, threshold, rng):
+        """More rows than one scan block (``_SCAN_ENTRIES`` grid values): the same draws as rows
+        sampled 100 at a time (one block each), to the rounding of the grid's matrix product."""
+        n, K = 1500, 4
+        W, d = _rows(rng, n, K)
+        t = np.where(rng.random(n) < 0.2, np.inf, rng.uniform(-0.5, 2.5, n))
+        u = rng.random(n)
+        law = laws.threshold_law(W, t) if threshold else laws.rank_law(W)
+        assert n * 150 > laws._SCAN_ENTRIES                  # several blocks (>= 150 grid points)
+        whole = laws.sample(law, d, u)
+        parts = np.concatenate([laws.sample(law.take(np.arange(i, i + 100)), d[i:i + 100], u[i:i + 100])
+                                for i in range(0, n, 100)])
+        np.testing.assert_allclose(whole, parts, rtol=0, atol=1e-12)
+
+    def test_accelerator_branches_match_the_host_branches(self, rng, monkeypatch):
+        """The sync-free branches (no host reads, no row indexing, fixed-count root finder), run
+        on CPU tensors by patching the torch namespace: the NumPy draws to the fixed
+        iterations' accuracy (crossings to ~1e-12, roots to ~1e-13 here)."""
+        from rass_theory.backend import _torch as T
+
+        n, K = 300, 4
+        W, d = _rows(rng, n, K)
+        t = np.where(rng.random(n) < 0.2, np.inf, rng.uniform(-1.0, 2.5, n))
+        u = rng.random(n)
+        ref = [laws.sample(laws.threshold_law(W, t), d, u), laws.sample(laws.rank_law(W), d, u)]
+
+        def fixed(fun, a, b, *, args=(), bisections=8, steps=24, values=None, **_):
+            return T.fixed_find_root(fun, a, b, args=args, bisections=bisections, steps=steps, values=values)
+
+        for name, value in (("maybe_any", lambda m: True), ("host_max", lambda x: None),
+                            ("rows_where", lambda m: None), ("unique_rows", lambda k: None), ("find_root", fixed)):
+            monkeypatch.setattr(T.TorchBackend, name, staticmethod(value))
+        tt = torch.tensor
+        got = [laws.sample(laws.threshold_law(tt(W), tt(t)), tt(d), tt(u)).numpy(),
+               laws.sample(laws.rank_law(tt(W)), tt(d), tt(u)).numpy()]
+        for g, r in zip(got, ref):
+            np.testing.assert_allclose(g, r, rtol=0, atol=1e-9)
+
     def test_a_law_with_closed_form_crossings_skips_the_scan(self, rng):
         """The optional ``crossings(delta)`` of the protocol: given the crossings, the same draws."""
         W, d = _rows(rng, 200, 3)
