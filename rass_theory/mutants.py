@@ -35,6 +35,7 @@ True
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import replace
 
 import numpy as np
@@ -62,15 +63,19 @@ MUTANT_CATCHES: dict = {}
 MUTANT_BACKENDS: dict = {}
 
 
-def _register(name: str, catches: str, min_K: int = 1, backends: tuple = NAMES):
-    def decorator(factory):
+def _register(name: str, catches: str, min_K: int = 1, backends: tuple = NAMES, imitates="rass"):
+    """Register the mutant ``name``: the decorated ``build(K)`` returns its rule, the registered
+    factory ``factory(K)`` the :class:`MutantVerifier` around it (claiming the acceptance of
+    ``imitates``)."""
+    def decorator(build):
+        @functools.wraps(build)
+        def factory(K: int = 4):
+            return MutantVerifier(name, K, build(K), imitates)
+
         MUTANTS[name] = factory
         MUTANT_CATCHES[name] = catches
         MUTANT_BACKENDS[name] = backends
-        factory.mutant_name = name
-        factory.catches = catches
-        factory.min_K = min_K
-        factory.backends = backends
+        factory.min_K = min_K                    # the smallest K where the bug shows (all_mutants)
         return factory
 
     return decorator
@@ -387,7 +392,7 @@ def ratio_against_draft(K: int = 4):
     the right of the target, so the output ``s`` is shifted right.  Caught by ``s`` (and by the
     acceptance count).
     """
-    return MutantVerifier("ratio_against_draft", K, _rank_rule(ratio="phi"))
+    return _rank_rule(ratio="phi")
 
 
 @_register("single_draft_residual", catches="s")
@@ -398,7 +403,7 @@ def single_draft_residual(K: int = 4):
     Plausible: the RMC residual (reflection region ``s > delta/2``) is reused unchanged.  The
     acceptance is right (only the residual branch is wrong).  Caught by ``s`` only.
     """
-    return MutantVerifier("single_draft_residual", K, _rank_rule(residual="single"))
+    return _rank_rule(residual="single")
 
 
 @_register("residual_from_target", catches="s")
@@ -409,10 +414,10 @@ def residual_from_target(K: int = 4):
     rejection just sample the target" sounds harmless.  Caught by ``s`` (too much mass where
     ``g_w`` and ``f`` overlap).
     """
-    return MutantVerifier("residual_from_target", K, _rank_rule(residual="target"))
+    return _rank_rule(residual="target")
 
 
-@_register("dgrs_flat_residual", catches="s, acceptance", min_K=2)
+@_register("dgrs_flat_residual", catches="s, acceptance", min_K=2, imitates="dgrs")
 def dgrs_flat_residual(K: int = 4):
     """D-GRS with a non-recursive residual: every child tested with ``min(1, f/phi)``, final draw from ``(f - phi)_+``.
 
@@ -421,10 +426,10 @@ def dgrs_flat_residual(K: int = 4):
     Plausible: each child looks like an independent RMC step.  Caught by ``s`` and by the
     acceptance count (``1 - TV^K`` instead of ``1 - prod Z_k``).
     """
-    return MutantVerifier("dgrs_flat_residual", K, _dgrs_rule(levels="flat"), imitates="dgrs")
+    return _dgrs_rule(levels="flat")
 
 
-@_register("dgrs_sorted_order", catches="s", min_K=2)
+@_register("dgrs_sorted_order", catches="s", min_K=2, imitates="dgrs")
 def dgrs_sorted_order(K: int = 4):
     """D-GRS that examines the children sorted by ``s`` (ascending) instead of in drafting order.
 
@@ -433,10 +438,10 @@ def dgrs_sorted_order(K: int = 4):
     already sorted for RASS and the same array is reused.  Caught by ``s`` (too many small
     values accepted early).
     """
-    return MutantVerifier("dgrs_sorted_order", K, _dgrs_rule(order="sorted"), imitates="dgrs")
+    return _dgrs_rule(order="sorted")
 
 
-@_register("dgrs_level_off_by_one", catches="s, acceptance", min_K=2)
+@_register("dgrs_level_off_by_one", catches="s, acceptance", min_K=2, imitates="dgrs")
 def dgrs_level_off_by_one(K: int = 4):
     """D-GRS whose child k is tested against level ``r_k`` instead of ``r_{k-1}`` (off by one).
 
@@ -444,7 +449,7 @@ def dgrs_level_off_by_one(K: int = 4):
     reuses ``r_{K-1}``.  Plausible: 0-based versus 1-based level indexing.  Caught by ``s`` and
     the acceptance count.
     """
-    return MutantVerifier("dgrs_level_off_by_one", K, _dgrs_rule(levels="shifted"), imitates="dgrs")
+    return _dgrs_rule(levels="shifted")
 
 
 @_register("weights_reversed_in_correction", catches="s, acceptance", min_K=2)
@@ -455,7 +460,7 @@ def weights_reversed_in_correction(K: int = 4):
     versus descending rank conventions differ between the paper's notation and the selection
     code.  Caught by ``s`` and the acceptance count.
     """
-    return MutantVerifier("weights_reversed_in_correction", K, _rank_rule(w_correct=_reversed))
+    return _rank_rule(w_correct=_reversed)
 
 
 @_register("orth_zeroed_on_correction", catches="r")
@@ -466,7 +471,7 @@ def orth_zeroed_on_correction(K: int = 4):
     mass ``1 - acceptance``.  Plausible: the theory is one-dimensional and the rebuild forgets
     the other ``d - 1`` coordinates.  Invisible to any test on ``s``.  Caught by ``r``.
     """
-    return MutantVerifier("orth_zeroed_on_correction", K, _rank_rule(orth="zero"))
+    return _rank_rule(orth="zero")
 
 
 @_register("orth_unprojected_fresh", catches="s")
@@ -478,7 +483,7 @@ def orth_unprojected_fresh(K: int = 4):
     orthogonal noise" implemented as fresh noise.  ``||z_perp||^2`` stays ``chi^2(d-1)``.
     Caught by ``s`` (too wide).
     """
-    return MutantVerifier("orth_unprojected_fresh", K, _rank_rule(orth="unprojected"))
+    return _rank_rule(orth="unprojected")
 
 
 def round_bfloat16(x) -> np.ndarray:
@@ -506,7 +511,7 @@ def precision_bf16_residual(K: int = 4):
     looks exact.  A sup-distance test barely moves.  Caught by ``s`` through the chi-square / G
     test on fine PIT bins (bins narrower than the lattice).
     """
-    return MutantVerifier("precision_bf16_residual", K, _rank_rule(residual_round=_bfloat16))
+    return _rank_rule(residual_round=_bfloat16)
 
 
 @_register("always_accept_top", catches="s, acceptance")
@@ -517,7 +522,7 @@ def always_accept_top(K: int = 4):
     greedy "pick the best draft" heuristic presented as a verifier.  Caught by ``s`` and the
     acceptance count (always 1).
     """
-    return MutantVerifier("always_accept_top", K, _rank_rule(select="top", ratio="one"))
+    return _rank_rule(select="top", ratio="one")
 
 
 @_register("rass_drafting_order", catches="s", min_K=2)
@@ -527,10 +532,10 @@ def rass_drafting_order(K: int = 4):
     Wrong: the selected child is then a plain ``N(0, 1)`` draw, but the ratio and residual use
     ``g_w``.  Plausible: ``children[j]`` instead of ``children[order[j]]``.  Caught by ``s``.
     """
-    return MutantVerifier("rass_drafting_order", K, _rank_rule(select="drafting"))
+    return _rank_rule(select="drafting")
 
 
-@_register("reflection_drops_zperp", catches="r")
+@_register("reflection_drops_zperp", catches="r", imitates="rmc")
 def reflection_drops_zperp(K: int = 4):
     """RMC on child 0 whose reflection rebuilds the state from the reflected ``s`` only.
 
@@ -549,7 +554,7 @@ def reflection_drops_zperp(K: int = 4):
         return finish(batch, nx.zeros_index(batch.n, s), accepted, new_s, rows,
                       _orthogonal_piece("zero")(batch, rows))
 
-    return MutantVerifier("reflection_drops_zperp", K, rule, imitates="rmc")
+    return rule
 
 
 @_register("claims_child_after_correction", catches="contract")
@@ -561,7 +566,7 @@ def claims_child_after_correction(K: int = 4):
     "the selected child was kept".  Caught by the contract checker (``not_a_copy``) and by the
     acceptance count (always 1).
     """
-    return MutantVerifier("claims_child_after_correction", K, _rank_rule(claim_child=True))
+    return _rank_rule(claim_child=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -578,7 +583,7 @@ def row0_delta_for_batch(K: int = 4):
     batch that was assumed to share one node.  Exact on a homogeneous batch.  Caught by ``s`` and
     the per-group acceptance counts.
     """
-    return MutantVerifier("row0_delta_for_batch", K, _rank_rule(alter_batch=_row0_delta))
+    return _rank_rule(alter_batch=_row0_delta)
 
 
 @_register("residual_table_cached_by_K", catches="s (heterogeneous rows, nodes change between calls)")
@@ -589,7 +594,7 @@ def residual_table_cached_by_K(K: int = 4):
     row's residual.  Plausible: a memo dictionary keyed on the number of drafts.  Exact while
     every node is the same.  Caught by ``s``.
     """
-    return MutantVerifier("residual_table_cached_by_K", K, _rank_rule(residual="cached"))
+    return _rank_rule(residual="cached")
 
 
 @_register("sigma_not_divided_in_ratio", catches="s, acceptance (sigma != 1)")
@@ -599,7 +604,7 @@ def sigma_not_divided_in_ratio(K: int = 4):
     Wrong: the ratio is off for every ``sigma != 1``.  Plausible: the division is done in the state update and
     forgotten in the ratio.  Exact at ``sigma = 1``.  Caught by ``s`` and the acceptance counts.
     """
-    return MutantVerifier("sigma_not_divided_in_ratio", K, _rank_rule(ratio_scale="sigma"))
+    return _rank_rule(ratio_scale="sigma")
 
 
 @_register("float32_coarse_residual", catches="float32 pass: s fine bins")
@@ -610,7 +615,7 @@ def float32_coarse_residual(K: int = 4):
     the float64 path is exact.  Plausible: a fast low-precision kernel with a lookup table.
     Caught by a float32 pass only (fine-bin chi-square of ``s``).
     """
-    return MutantVerifier("float32_coarse_residual", K, _rank_rule(residual="coarse32"))
+    return _rank_rule(residual="coarse32")
 
 
 @_register("correction_written_into_children", catches="contract (mutated_input)")
@@ -622,7 +627,7 @@ def correction_written_into_children(K: int = 4):
     child" check compares against the mutated array and passes, and the law is exact.  Caught by
     the read-only inputs (``mutated_input``).
     """
-    return MutantVerifier("correction_written_into_children", K, _rank_rule(write_back=True))
+    return _rank_rule(write_back=True)
 
 
 def _always_accept_first(children, mu_draft, mu_target, sigma, rng):
@@ -631,7 +636,7 @@ def _always_accept_first(children, mu_draft, mu_target, sigma, rng):
     return batch.result(batch.nx.take_rows(batch.children, first), batch.degenerate | ~batch.degenerate, first)
 
 
-@_register("always_accept_first", catches="s, acceptance_bound (no declared acceptance)")
+@_register("always_accept_first", catches="s, acceptance_bound (no declared acceptance)", imitates=None)
 def always_accept_first(K: int = 4):
     """Commit child 0 on every row and declare no expected acceptance.
 
@@ -639,7 +644,7 @@ def always_accept_first(K: int = 4):
     list-coupling bound at every ``delta > 0``.  Plausible: a stub verifier left in a pipeline.
     Caught by ``s`` and by ``acceptance_bound`` even though nothing is declared.
     """
-    return MutantVerifier("always_accept_first", K, _always_accept_first, imitates=None)
+    return _always_accept_first
 
 
 @_register("box_muller_angle_reuses_residual_uniform", catches="xcov_s, joint_s_dir0", backends=("numpy",))
@@ -651,7 +656,7 @@ def box_muller_angle_reuses_residual_uniform(K: int = 4):
     uniform reused for two draws.  Caught by the cross-covariance of ``s - delta`` with
     ``z_perp`` and the joint ``(s, <v, z>)`` histogram.
     """
-    return MutantVerifier("box_muller_angle_reuses_residual_uniform", K, _rank_rule(orth="box_muller"))
+    return _rank_rule(orth="box_muller")
 
 
 @_register("residual_truncated_at_4sd", catches="grid/large_delta:s_hi4 (far tails)", backends=("numpy",))
@@ -663,7 +668,7 @@ def residual_truncated_at_4sd(K: int = 4):
     inverse CDF on a finite grid.  Invisible to binned tests (one bin beyond 3.5 sd).  Caught by
     the far-tail count of ``s - delta > 4`` over large-delta rows, pooled over the grid.
     """
-    return MutantVerifier("residual_truncated_at_4sd", K, _rank_rule(residual="truncated4"))
+    return _rank_rule(residual="truncated4")
 
 
 @_register("zperp_from_previous_row", catches="s, indep_next (heterogeneous rows)", backends=("numpy",))
@@ -675,7 +680,7 @@ def zperp_from_previous_row(K: int = 4):
     batch every row's law is exact and only the rows' independence breaks.  Caught by ``s``
     (heterogeneous directions) and ``indep_next``.
     """
-    return MutantVerifier("zperp_from_previous_row", K, _rank_rule(orth="roll"))
+    return _rank_rule(orth="roll")
 
 
 def _sharded_same_seed(inner):
@@ -703,7 +708,7 @@ def two_shards_same_seed(K: int = 4):
     """
     from .verifiers import rass
 
-    return MutantVerifier("two_shards_same_seed", K, _sharded_same_seed(rass()))
+    return _sharded_same_seed(rass())
 
 
 @_register("zperp_sign_tied_to_s", catches="xcov_s", backends=("numpy",))
@@ -715,7 +720,7 @@ def zperp_sign_tied_to_s(K: int = 4):
     "orientation-consistent" reflection heuristic.  Caught by the cross-covariance of
     ``s - delta`` with ``z_perp``.
     """
-    return MutantVerifier("zperp_sign_tied_to_s", K, _rank_rule(orth="sign_tied"))
+    return _rank_rule(orth="sign_tied")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -725,7 +730,7 @@ def zperp_sign_tied_to_s(K: int = 4):
 # ||mu||/sigma <= 30, dim 8, one call per batch).
 
 
-@_register("dgrs_levels_clamped_at_4", catches="s, acceptance (K >= 5)", backends=("numpy",))
+@_register("dgrs_levels_clamped_at_4", catches="s, acceptance (K >= 5)", backends=("numpy",), imitates="dgrs")
 def dgrs_levels_clamped_at_4(K: int = 4):
     """D-GRS whose residual-level table stops at ``k = 4``: children 5.. are tested against ``r_4``.
 
@@ -734,7 +739,7 @@ def dgrs_levels_clamped_at_4(K: int = 4):
     from ``r_4``.  Plausible: a fixed-size table sized for the K <= 4 of a paper's experiments.
     Exact for K <= 4.  Caught by ``s`` and the acceptance count at K = 8.
     """
-    return MutantVerifier("dgrs_levels_clamped_at_4", K, _dgrs_rule(levels="clamped4"), imitates="dgrs")
+    return _dgrs_rule(levels="clamped4")
 
 
 def _middle_coefficient_missing(ws):
@@ -760,7 +765,7 @@ def binomial_table_middle_missing(K: int = 4):
     for ``j < (K-1)/2`` leaves ``table[(K-1)/2]`` at zero.  Exact at even K.  Caught by ``s``
     and the acceptance count at K = 3.
     """
-    return MutantVerifier("binomial_table_middle_missing", K, _rank_rule(w_correct=_middle_coefficient_missing))
+    return _rank_rule(w_correct=_middle_coefficient_missing)
 
 
 def _log1p_ndtr_residual(batch, rows, u, weights):
@@ -806,7 +811,7 @@ def log1p_ndtr_residual(K: int = 4):
     machine precision everywhere a unit test usually looks (``|s| < 5``).  Caught by ``s`` on the
     large-delta rows (or by the contract, where the draw comes out NaN).
     """
-    return MutantVerifier("log1p_ndtr_residual", K, _rank_rule(residual=_log1p_ndtr_residual))
+    return _rank_rule(residual=_log1p_ndtr_residual)
 
 
 def _expanded_square_delta(batch, children, mu_draft, mu_target, sigma):
@@ -830,7 +835,7 @@ def delta_by_expanded_square(K: int = 4):
     ``||mu||/sigma ~ 1e4``.  Caught by the float32 pass (``s``, acceptance) once the draft means
     are as large as in real runs.
     """
-    return MutantVerifier("delta_by_expanded_square", K, _rank_rule(alter_batch=_expanded_square_delta))
+    return _rank_rule(alter_batch=_expanded_square_delta)
 
 
 def _degenerate_relative_to_mu(batch, children, mu_draft, mu_target, sigma):
@@ -850,7 +855,7 @@ def degenerate_tolerance_relative_to_mu(K: int = 4):
     Plausible: a "relative tolerance" copied from a floating-point comparison helper.  Exact on
     small draft means.  Caught by the float32 pass once ``||mu||/sigma`` is large.
     """
-    return MutantVerifier("degenerate_tolerance_relative_to_mu", K, _rank_rule(alter_batch=_degenerate_relative_to_mu))
+    return _rank_rule(alter_batch=_degenerate_relative_to_mu)
 
 
 @_register("orth_noise_tiled_128", catches="rperp (dim > 128)", backends=("numpy",))
@@ -862,7 +867,7 @@ def orth_noise_tiled_128(K: int = 4):
     the CIFAR latents of an experiment, broadcast to larger states.  Exact at d <= 128.  Caught
     by ``rperp`` on the dim-256 cell.
     """
-    return MutantVerifier("orth_noise_tiled_128", K, _rank_rule(orth="tiled128"))
+    return _rank_rule(orth="tiled128")
 
 
 def _own_generator(inner, kind: str):
@@ -897,7 +902,7 @@ def reseeds_its_generator(K: int = 4):
     function "for reproducibility".  Every single call's law is exact.  Caught by the
     calls-in-sequence probe (``rng_not_advanced``, ``indep_calls``).
     """
-    return MutantVerifier("reseeds_its_generator", K, _own_generator(_rass_rule, "reseeded"))
+    return _own_generator(_rass_rule, "reseeded")
 
 
 @_register("draws_from_a_copy_of_rng", catches="contract (rng_not_advanced), indep_calls")
@@ -908,7 +913,7 @@ def draws_from_a_copy_of_rng(K: int = 4):
     0.5).  Plausible: a defensive copy "so the caller's state is not touched".  Caught by the
     calls-in-sequence probe.
     """
-    return MutantVerifier("draws_from_a_copy_of_rng", K, _own_generator(_rass_rule, "copied"))
+    return _own_generator(_rass_rule, "copied")
 
 
 class _BufferedResult:
@@ -937,7 +942,7 @@ def result_aliases_buffer(K: int = 4):
     by the next call.  Plausible: a preallocated output buffer for speed.  Each result is exact
     when read at once.  Caught by the calls-in-sequence probe (``result_aliased``).
     """
-    return MutantVerifier("result_aliases_buffer", K, _BufferedResult(_rass_rule))
+    return _BufferedResult(_rass_rule)
 
 
 def _as_float64_states(children, mu_draft, mu_target, sigma, rng):
@@ -955,7 +960,7 @@ def float64_states_for_float32_inputs(K: int = 4):
     its memory and mixes precisions).  Plausible: the float64 rebuild is returned without the
     final cast.  Caught by the contract (``states_dtype``) on the float32 pass.
     """
-    return MutantVerifier("float64_states_for_float32_inputs", K, _as_float64_states)
+    return _as_float64_states
 
 
 @_register("residual_reuses_rank_uniform", catches="s (power cell)")
@@ -967,4 +972,4 @@ def residual_reuses_rank_uniform(K: int = 4):
     variation about 2e-3 at K = 4.  Plausible: three uniforms were drawn and one index was
     copied twice.  Caught by ``s`` in the power cell only (a 2.5-million-row cell).
     """
-    return MutantVerifier("residual_reuses_rank_uniform", K, _rank_rule(residual="reuse_rank"))
+    return _rank_rule(residual="reuse_rank")
