@@ -55,17 +55,14 @@ class SelectionPolicy(Protocol):
 
 
 def _rows(delta, s):
+    """``delta`` as ``(n,)`` (or one value), ``s`` as ``(n, m)`` and whether ``s`` came as ``(n,)``."""
     d = np.atleast_1d(check_delta(delta, allow_array=True)).astype(np.float64)
     s = np.asarray(s, dtype=np.float64)
-    if s.ndim == 1:
-        if d.size not in (1, s.shape[0]):
-            raise ValueError(f"delta has {d.size} rows but s has {s.shape[0]}")
-        return d, s[:, None], True
-    if s.ndim != 2:
+    if s.ndim not in (1, 2):
         raise ValueError(f"s must have shape (n,) or (n, m), got {s.shape}")
     if d.size not in (1, s.shape[0]):
         raise ValueError(f"delta has {d.size} rows but s has {s.shape[0]}")
-    return d, s, False
+    return d, (s[:, None] if s.ndim == 1 else s), s.ndim == 1
 
 
 def _check_children(s, K):
