@@ -56,11 +56,6 @@ def norm_sf(x: float) -> float:
     return 0.5 * math.erfc(x * _SQRT1_2)
 
 
-def norm_pdf(x: float) -> float:
-    """Standard normal density of a Python float."""
-    return _INV_SQRT_2PI * math.exp(-0.5 * x * x)
-
-
 def _interval_series(m: float, h: float) -> float:
     """``Phi(m + h) - Phi(m - h)`` by the Hermite series, for ``h max(1, |m|) < SERIES_WIDTH / 2``.
 
@@ -318,16 +313,11 @@ def levels(K, delta) -> DGRSLevels:
     with np.errstate(divide="ignore", over="ignore"):
         a = 1.0 / P
         b = S / P
-    Z = np.clip(P[1:] / P[:-1], 0.0, 1.0) if np.all(P[:-1] > 0) else _masses_from_P(P)
+    Z = np.zeros(P.size - 1)  # Z_k = P_k / P_{k-1}; 0 where the level above has underflowed
+    nz = P[:-1] > 0
+    Z[nz] = np.clip(P[1:][nz] / P[:-1][nz], 0.0, 1.0)
     c = np.array([-np.inf] + cs)
     return DGRSLevels(K=K, delta=delta, a=a, b=b, c=c, Z=Z, P=P)
-
-
-def _masses_from_P(P: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(P) - 1)
-    nz = P[:-1] > 0
-    out[nz] = np.clip(P[1:][nz] / P[:-1][nz], 0.0, 1.0)
-    return out
 
 
 def dgrs_residual_masses(K, delta) -> np.ndarray:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rass_theory.exact.normal import log_phi
 from rass_theory.exact.segments import (
     Segment,
     TVEvaluation,
@@ -26,7 +25,6 @@ __all__ = [
     "TVEvaluation",
     "evaluate_tv",
     "normal_mass",
-    "log_phi",
     "default_window",
     "fw_gap",
     "certified_gap",

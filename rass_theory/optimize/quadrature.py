@@ -29,7 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .mixture_tv import Segment, evaluate_tv, normal_mass
+from .mixture_tv import Segment, evaluate_tv, maximize_acceptance, normal_mass
 
 __all__ = ["CellDualLP", "ExchangeResult", "exchange_lp", "cell_masses"]
 
@@ -220,11 +220,8 @@ def solve_weights(
     ``(PolishResult, solver_name, certified_gap)`` where the certified gap is the smaller of
     the Newton certificate and ``TV(w) - LP lower bound``.
     """
-    from .mixture_tv import evaluate_tv as _ev
-    from .mixture_tv import maximize_acceptance
-
     def evaluate(w):
-        return _ev(segments, w, delta, window=window, spacing=spacing, hessian=True)
+        return evaluate_tv(segments, w, delta, window=window, spacing=spacing, hessian=True)
 
     pol, name, lp_bound = None, "", -np.inf
     if w_start is not None and try_newton_first:
