@@ -127,8 +127,27 @@ class PolicyVerifier(BuiltinVerifier):
         value, _ = integrate.quad(overlap, -np.inf, np.inf, limit=200, epsabs=1e-12)
         return float(value)
 
-    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+    def _residual(self, pol, delta, u):
+        """Draws from ``(f - g)_+ / TV(f, g)`` of ``pol`` at the rows' ``delta`` (inverse CDF): one
+        shared law per distinct delta (at most :data:`_MAX_SHARED_LAWS`), else the policy's own
+        per-row ``sample_residual`` or the generic per-row sampler."""
         from ..exact import batch as exact_batch
+
+        values, inverse = np.unique(delta, return_inverse=True)
+        if values.size <= _MAX_SHARED_LAWS:
+            inverse = inverse.reshape(-1)
+            out = np.empty(delta.size)
+            for j, v in enumerate(values):
+                sel = inverse == j
+                out[sel] = _laws.sample(self._shared(pol, float(v)), np.full(int(sel.sum()), float(v)), u[sel])
+            return out
+        if callable(getattr(pol, "sample_residual", None)):
+            return pol.sample_residual(delta, u)
+        return exact_batch.sample_residual_generic(_per_row(pol.selected_logpdf, delta),
+                                                   _per_row(pol.selected_cdf, delta), delta, u)
+
+    def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
+        from ..exact.batch import target_logpdf
 
         if get_backend(children).name != "numpy":
             raise TypeError("policy verifiers run on NumPy arrays (a SelectionPolicy works on NumPy arrays); "
@@ -138,11 +157,9 @@ class PolicyVerifier(BuiltinVerifier):
         u = batch.uniform(n, 2)
         accepted = batch.degenerate.copy()
         chosen = np.zeros(n, dtype=np.int64)
-        live = np.flatnonzero(~accepted)
+        new_s = np.zeros(n)
         delta_all = batch.delta.astype(np.float64)
-        groups = self._groups(K, live, delta_all)
-        rejected_parts, new_s_parts = [], []
-        for rows, pol in groups:
+        for rows, pol in self._groups(K, np.flatnonzero(~accepted), delta_all):
             if rows.size == 0:
                 continue
             delta = delta_all[rows]
@@ -152,38 +169,17 @@ class PolicyVerifier(BuiltinVerifier):
                 raise ValueError(f"policy.select must return child indices in [0, {K - 1}] of shape "
                                  f"({rows.size},), got shape {child.shape}")
             s_sel = s[np.arange(rows.size), child]
-            log_ratio = exact_batch.target_logpdf(delta, s_sel) - pol.selected_logpdf(delta, s_sel)
-            take = np.log(u[rows, 0]) < log_ratio
+            take = np.log(u[rows, 0]) < target_logpdf(delta, s_sel) - pol.selected_logpdf(delta, s_sel)
             chosen[rows] = child
             accepted[rows] = take
-            rej = ~take
-            if rej.any():
-                d_rej = delta[rej]
-                u_rej = u[rows[rej], 1]
-                values, inverse = np.unique(d_rej, return_inverse=True)
-                if values.size > _MAX_SHARED_LAWS and callable(getattr(pol, "sample_residual", None)):
-                    new_s = pol.sample_residual(d_rej, u_rej)     # the policy's own per-row sampler
-                elif values.size <= _MAX_SHARED_LAWS:
-                    inverse = inverse.reshape(-1)
-                    new_s = np.empty(d_rej.size)
-                    for j, v in enumerate(values):
-                        sel = inverse == j
-                        new_s[sel] = _laws.sample(self._shared(pol, float(v)), np.full(int(sel.sum()), float(v)),
-                                                  u_rej[sel])
-                else:
-                    new_s = exact_batch.sample_residual_generic(_per_row(pol.selected_logpdf, d_rej),
-                                                                _per_row(pol.selected_cdf, d_rej), d_rej, u_rej)
-                rejected_parts.append(rows[rej])
-                new_s_parts.append(np.asarray(new_s, dtype=np.float64))
-        if rejected_parts:
-            rejected = np.concatenate(rejected_parts)
-            new_s = np.concatenate(new_s_parts)
-        else:
-            rejected, new_s = np.empty(0, dtype=np.int64), np.empty(0)
+            rej = rows[~take]
+            if rej.size:
+                new_s[rej] = self._residual(pol, delta[~take], u[rej, 1])
+        rejected = np.flatnonzero(~accepted)
         fresh = None
         if self.orthogonal == "fresh" and rejected.size:
             fresh = fresh_orthogonal(batch)[rejected]
-        return finish(batch, chosen, accepted, new_s, rejected, fresh)
+        return finish(batch, chosen, accepted, new_s[rejected], rejected, fresh)
 
 
 def policy(p, orthogonal: str = "selected") -> PolicyVerifier:
