@@ -220,7 +220,7 @@ class TestStatedValues:
     """Values quoted in P6.4 and P8.3."""
 
     def test_dgrs_small_delta_slope(self):
-        from rass_theory.exact import rejection_probability
+        from rass_theory import rejection_probability
 
         p1 = mp.npdf(0)  # P3.5: t_1 = 0, p_k = phi(t_k) - t_k Q(t_k), t_{k+1} = t_k + p_k
         t2 = p1

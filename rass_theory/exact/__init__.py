@@ -2,9 +2,8 @@
 
 Public names (re-exported here; implementation modules are one topic each):
 
-- :func:`acceptance`, :func:`rejection_probability`, :data:`RULES` — closed-form rules and rule
-  validation (:mod:`.acceptance`); the rules that need the optimiser raise ``ValueError`` here,
-  the public dispatcher for every rule is :mod:`rass_theory.optimize.dispatch` (``rt.acceptance``).
+- :data:`RULES`; the closed-form rules and rule validation are :mod:`.acceptance` (the public
+  ``acceptance`` of every rule is :mod:`rass_theory.optimize.dispatch`, ``rt.acceptance``).
 - :func:`dgrs_residual_masses` and the closed-form D-GRS levels (:mod:`.dgrs`).
 - :func:`acceptance_bound`, :func:`bound_threshold`, :func:`list_coupling_bound` — the
   list-coupling bound (:mod:`.bound`).
@@ -20,9 +19,7 @@ Batch helpers for the verifiers live in :mod:`.batch` and :mod:`.dgrs`
 """
 from __future__ import annotations
 
-# the submodule ``acceptance`` shares its name with the function; importing the function here
-# (after the submodule has loaded) makes ``rass_theory.exact.acceptance`` the function.
-from rass_theory.exact.acceptance import RULES, acceptance, rejection_probability
+from rass_theory.exact.acceptance import RULES
 from rass_theory.exact.bound import BoundResult, acceptance_bound, bound_threshold, list_coupling_bound
 from rass_theory.exact.dgrs import DGRSLevels, dgrs_residual_masses
 from rass_theory.exact.rass import rass_acceptance, rass_tv
@@ -30,8 +27,6 @@ from rass_theory.exact.selected import residual_law, selected_law
 
 __all__ = [
     "RULES",
-    "acceptance",
-    "rejection_probability",
     "acceptance_bound",
     "bound_threshold",
     "list_coupling_bound",

@@ -11,10 +11,9 @@ the rules that are closed form or exact given their parameters:
 
 The rules that need the optimiser (``"rass"`` at its default, optimal, weights,
 ``"threshold"`` and ``"optimal_list"``) are solved one layer up, in
-:mod:`rass_theory.optimize.dispatch`, which is what ``rt.acceptance`` and
-``rt.rejection_probability`` are.  :func:`acceptance` and :func:`rejection_probability` here
-answer the closed-form rules only and raise ``ValueError`` for the others (this module
-imports nothing above ``exact``; ``tests/test_layering.py``).
+:mod:`rass_theory.optimize.dispatch`, the one ``acceptance`` / ``rejection_probability``
+(``rt.acceptance``, ``rt.rejection_probability``); this module imports nothing above ``exact``
+(``tests/test_layering.py``).
 """
 from __future__ import annotations
 
@@ -26,9 +25,9 @@ from rass_theory._validation import check_weights
 from rass_theory.exact import dgrs as _dgrs
 from rass_theory.exact import rass as _rass
 
-__all__ = ["RULES", "acceptance", "rejection_probability", "validate", "closed_form"]
+__all__ = ["RULES", "validate", "closed_form"]
 
-#: rule names accepted by :func:`acceptance` and :func:`rejection_probability`
+#: rule names accepted by ``rt.acceptance`` and ``rt.rejection_probability``
 RULES = ("rmc", "dgrs", "rass", "threshold", "optimal_list")
 
 _SQRT1_2 = 0.70710678118654752440
@@ -54,7 +53,7 @@ def _rmc_K(K: int) -> None:
 
 def validate(rule, K, delta) -> tuple[str, int, float]:
     """Checked ``(rule, K, delta)``: ``rule`` one of :data:`RULES`, ``K >= 1`` an integer,
-    ``delta >= 0`` finite (the errors of :func:`acceptance`)."""
+    ``delta >= 0`` finite (the errors of ``rt.acceptance``)."""
     rule = _check_rule(rule)
     K, delta = _dgrs._validate_fast(K, delta)
     return rule, K, delta
@@ -64,7 +63,14 @@ def closed_form(rule: str, K: int, delta: float, weights, want: str = "acceptanc
     """Acceptance (``want="acceptance"``) or its complement (``want="tv"``) of a validated
     rule, or ``None`` when the rule needs the optimiser (``"rass"`` without weights at
     ``K > 1``, ``"threshold"``, ``"optimal_list"``).  Raises on weights given to a rule other
-    than ``"rass"``, on bad RASS weights and on ``"rmc"`` with ``K != 1``."""
+    than ``"rass"``, on bad RASS weights and on ``"rmc"`` with ``K != 1``.
+
+    Examples
+    --------
+    >>> a = closed_form("rass", 2, 1.0, [0.5, 0.5])  # uniform weights: RASS is RMC
+    >>> abs(a - closed_form("rmc", 1, 1.0, None)) < 1e-15
+    True
+    """
     index = 0 if want == "acceptance" else 1
     if rule == "rass":
         if weights is None:
@@ -87,43 +93,3 @@ def closed_form(rule: str, K: int, delta: float, weights, want: str = "acceptanc
     if rule == "dgrs":
         return _dgrs.acceptance(K, delta) if index == 0 else _dgrs.rejection_probability(K, delta)
     return None
-
-
-def _evaluate(rule, K, delta, weights, want: str) -> float:
-    """Validate, then the closed form; a rule that needs the optimiser is an error here."""
-    rule, K, delta = validate(rule, K, delta)
-    out = closed_form(rule, K, delta, weights, want)
-    if out is None:
-        what = "rule 'rass' without weights at K > 1" if rule == "rass" else f"rule {rule!r}"
-        raise ValueError(
-            f"{what} needs the optimiser: rass_theory.exact.acceptance answers only the closed-form "
-            "rules ('rmc', 'dgrs', 'rass' with weights or K == 1); use "
-            "rass_theory.optimize.dispatch.acceptance (rt.acceptance) or "
-            "rass_theory.optimize.dispatch.rejection_probability (rt.rejection_probability)")
-    return out
-
-
-def acceptance(rule, K, delta, weights=None) -> float:
-    """Exact acceptance probability of a closed-form verifier rule at one node.
-
-    For ``"rmc"``, ``"dgrs"`` and ``"rass"`` with explicit weights (or ``K = 1``) this equals
-    :func:`rass_theory.optimize.dispatch.acceptance` (``rt.acceptance``), whose docstring gives
-    the parameters, errors and formulas.  The rules that need the optimiser (``"rass"`` at its
-    default weights with ``K > 1``, ``"threshold"``, ``"optimal_list"``) raise ``ValueError``
-    pointing there; the other errors are those of ``rt.acceptance``.
-
-    Examples
-    --------
-    >>> a = closed_form("rass", 2, 1.0, [0.5, 0.5])  # uniform weights: RASS is RMC
-    >>> abs(a - acceptance("rmc", 1, 1.0)) < 1e-15
-    True
-    """
-    if rule == "dgrs" and weights is None:  # hot path: no allocation, plain floats
-        return _dgrs.acceptance(K, delta)
-    return _evaluate(rule, K, delta, weights, want="acceptance")
-
-
-def rejection_probability(rule, K, delta, weights=None) -> float:
-    """``1 - acceptance`` of a closed-form rule, computed directly; the optimiser rules raise
-    ``ValueError`` (use :func:`rass_theory.optimize.dispatch.rejection_probability`)."""
-    return _evaluate(rule, K, delta, weights, want="tv")

@@ -290,7 +290,7 @@ def compare(rule, K, delta, weights=None):
     """
     import rass_theory as rt
     from rass_theory.exact import bound as bound_module
-    from rass_theory.exact import rejection_probability
+    from rass_theory import rejection_probability
 
     if rule == "rmc":
         ref = rmc(delta)
