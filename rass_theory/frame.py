@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Rank1Frame", "degenerate_tolerance", "validate_node_inputs"]
+__all__ = ["Rank1Frame", "check_finite", "degenerate_tolerance", "validate_node_inputs"]
 
 _DEGENERATE_TOL = float(np.sqrt(np.finfo(np.float64).eps))
 
@@ -41,15 +41,16 @@ def degenerate_tolerance(dtype=np.float64) -> float:
     return _DEGENERATE_TOL
 
 
-def validate_node_inputs(children, mu_draft, mu_target, sigma):
+def validate_node_inputs(children, mu_draft, mu_target, sigma, *, finite_children: bool = True):
     """Check the verifier contract's inputs and return them as float arrays.
 
     Returns ``children (n, K, d)``, ``mu_draft (n, d)``, ``mu_target (n, d)``, ``sigma (n,)``.
     Raises ``ValueError``/``TypeError`` naming the offending argument.  The finiteness test is
     one reduction per array (no boolean temporary the size of ``children``), so the verifiers'
-    hot path can afford it.
+    hot path can afford it.  ``finite_children=False`` leaves the finiteness of ``children`` to
+    the caller (:func:`check_finite` of their projection: every entry enters it).
     """
-    children = _check_real_array(children, "children", 3)
+    children = _check_real_array(children, "children", 3, finite=finite_children)
     mu_draft = _check_real_array(mu_draft, "mu_draft", 2)
     mu_target = _check_real_array(mu_target, "mu_target", 2)
     n, K, d = children.shape
@@ -62,7 +63,7 @@ def validate_node_inputs(children, mu_draft, mu_target, sigma):
     return children, mu_draft, mu_target, _as_sigma(sigma, n, np.float64)
 
 
-def _check_real_array(value, name: str, ndim: int) -> np.ndarray:
+def _check_real_array(value, name: str, ndim: int, finite: bool = True) -> np.ndarray:
     """Real array of ``ndim`` dimensions with finite entries (integers promoted to float64)."""
     arr = np.asarray(value)
     if arr.dtype.kind not in "fiu":
@@ -71,13 +72,23 @@ def _check_real_array(value, name: str, ndim: int) -> np.ndarray:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
     if arr.dtype.kind != "f":
         return arr.astype(np.float64)
-    # a NaN or infinity makes the sum non-finite; a finite sum proves every entry finite
-    # unless it overflowed, in which case the exact elementwise check decides
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = np.add.reduce(arr, axis=None)
-    if not np.isfinite(total) and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite (found NaN or infinity)")
+    if finite:
+        check_finite(arr, name, arr)
     return arr
+
+
+def check_finite(values, name: str, source=None) -> None:
+    """Raise a ``ValueError`` naming ``name`` if ``source`` (default ``values``) holds a NaN or
+    an infinity, where ``values`` is ``source`` or an array every entry of ``source`` enters
+    linearly (a projection): a non-finite entry makes ``values`` non-finite.
+
+    A NaN or infinity makes the sum of ``values`` non-finite; a finite sum proves every entry
+    finite unless it overflowed, in which case the exact elementwise check of ``source`` decides.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(values, axis=None)
+    if not np.isfinite(total) and not np.all(np.isfinite(values if source is None else source)):
+        raise ValueError(f"{name} must be finite (found NaN or infinity)")
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,22 @@ class TestValidation:
         with pytest.raises(ValueError, match="sigma must be a scalar or have shape"):
             validate_node_inputs(children, md, md, np.ones(5))
 
+    @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+    @pytest.mark.parametrize("coord", [0, 2])
+    def test_non_finite_child_is_found_through_the_projection(self, bad, coord):
+        """The verifiers check children's finiteness on their projection ``s``: a NaN or an
+        infinity, also in a coordinate orthogonal to ``e`` (``0 * inf = NaN``), still raises."""
+        from rass_theory.verifiers._core import prepare
+
+        children = np.ones((4, 3, 5))
+        children[2, 1, coord] = bad
+        md, mt = np.zeros((4, 5)), np.zeros((4, 5))
+        mt[:, 0] = 1.0                                       # e = e_1: coordinate 2 is orthogonal
+        with pytest.raises(ValueError, match="children must be finite"):
+            prepare(children, md, mt, 1.0, np.random.default_rng(0))
+        big = np.full((4, 3, 5), 1e308)                      # finite, but s's sum overflows
+        assert np.all(np.isfinite(prepare(big, md, mt, 1.0, np.random.default_rng(0)).s))
+
 
 class TestRoundTrip:
     def test_matrix_and_children(self, rng):

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._validation import as_generator
 from ..backend import NUMPY, get_backend
-from ..frame import Rank1Frame, validate_node_inputs
+from ..frame import Rank1Frame, check_finite, validate_node_inputs
 from ._batch import BatchShape, NodeBatch, finish, project_children
 
 __all__ = ["BatchShape", "NodeBatch", "prepare", "finish", "project_children"]
@@ -50,7 +50,8 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None,
         if get_backend(value).name == "torch":
             raise TypeError(f"children must be a torch.Tensor when {name} is one (pass NumPy arrays or torch "
                             f"tensors, not both)")
-    children, mu_draft, mu_target, sig = validate_node_inputs(children, mu_draft, mu_target, sigma)
+    children, mu_draft, mu_target, sig = validate_node_inputs(children, mu_draft, mu_target, sigma,
+                                                              finite_children=not project)
     if K is not None and children.shape[1] != K:
         raise ValueError(f"children must have K = {K} child(ren) per node for this verifier, "
                          f"got shape {children.shape}")
@@ -60,6 +61,9 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None,
     # (float32 children are exact in float64): proofs/P1-rank1-reduction.md
     if project:
         s = project_children(NUMPY, children, frame.mu_draft, frame.direction, frame.sigma)
+        # every entry of children enters s (with a finite factor, or 0 * inf = NaN): one
+        # reduction over s (n, K) instead of children (n, K, d)
+        check_finite(s, "children", children)
     else:
         s = np.empty((children.shape[0], 0))
     return NodeBatch(NUMPY, children, frame.mu_draft, frame.sigma, frame.direction, frame.delta,
