@@ -53,13 +53,25 @@ class TestFromNodeRule:
             verifiers.from_node_rule(3)
 
 
+VERIFIER_SPELLINGS = (" Optimal-List ", "D_GRS", "THRESHOLD")
+
+
 class TestGetVerifier:
     @pytest.mark.parametrize("name, cls", [("rmc", verifiers.RMCVerifier), ("DGRS", verifiers.DGRSVerifier),
                                            ("rass", verifiers.RASSVerifier), ("d-grs", verifiers.DGRSVerifier),
                                            ("resample", verifiers.ResampleVerifier),
-                                           ("threshold", verifiers.ThresholdVerifier)])
+                                           ("threshold", verifiers.ThresholdVerifier),
+                                           (" Optimal-List ", verifiers.OptimalListVerifier)])
     def test_names(self, name, cls):
         assert isinstance(verifiers.get_verifier(name, K=1 if name == "rmc" else 4), cls)
+
+    def test_rule_key_is_the_samplers_reading_too(self):
+        from rass_theory.diffusion._contract import resolve_verifier, verifier_name
+
+        assert [verifiers.rule_key(n) for n in VERIFIER_SPELLINGS] == ["optimallist", "dgrs", "threshold"]
+        assert [verifier_name(n) for n in VERIFIER_SPELLINGS] == ["optimallist", "dgrs", "threshold"]
+        # every spelling of "threshold" is the samplers' snapped policy (it used to need exactly "threshold")
+        assert isinstance(resolve_verifier("Thres_hold", 4), verifiers.PolicyVerifier)
 
     def test_callable_passes_through(self):
         def mine(children, mu_draft, mu_target, sigma, rng):
