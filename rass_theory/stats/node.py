@@ -6,10 +6,12 @@ A harness *cell* names ``(K, delta, dim)``; every row of every chunk is its own 
 * ``sigma_i`` log-uniform on ``[0.1, 10]`` (``SIGMA_RANGE``), or the fixed ``sigma`` the caller
   names;
 * ``mu_draft_i = sigma_i rho_i g_i`` with ``g_i = e_{i-1}``, the previous row's unit direction
-  (uniform and independent of ``e_i``; row 0 takes the last row's) and ``rho_i`` zero for one
+  (uniform and independent of ``e_i``; row 0 takes an extra one) and ``rho_i`` zero for one
   row in ten, else log-uniform on ``[0.01, 1e4]`` (``RHO_RANGE``: from 0 to the draft-mean norms of
   real runs, where float32 cancellation bites);
-* a uniformly random unit ``e_i`` and ``mu_target_i = mu_draft_i + sigma_i delta_i e_i``;
+* a unit ``e_i`` uniform on the sphere (:func:`unit_directions`: sign-flipped copies of a pool of
+  Gaussian directions, one pool vector per ``ROWS_PER_POOL_VECTOR`` rows) and
+  ``mu_target_i = mu_draft_i + sigma_i delta_i e_i``;
 * ``delta_i`` equal to the named ``delta`` with probability ``named_share`` (default 1/2), else
   uniform on the cell's *spread* values (:func:`spread_deltas`: tiny ``1e-3 .. 1e-2``, half and
   twice the named delta, ``0.25 .. 3`` where the correction branch is common, and large values
@@ -54,7 +56,7 @@ from ._threads import single_blas_thread
 from .regime import RHO_RANGE, SIGMA_RANGE, ZERO_RHO_SHARE, Regime
 
 __all__ = ["SyntheticNode", "RowNodes", "RowFrame", "ChunkSpec", "chunk_plan", "chunk_seed", "stream_seed",
-           "spread_deltas", "n_projections", "NODE_KEY", "TARGET_KEY", "PERMUTATION_KEY", "DTYPES", "SMALL_BATCHES"]
+           "spread_deltas", "n_projections", "unit_directions", "NODE_KEY", "TARGET_KEY", "PERMUTATION_KEY", "DTYPES", "SMALL_BATCHES"]
 
 NODE_KEY = (0,)
 CHUNK_KEY = 1
@@ -70,14 +72,17 @@ N_PROJECTION_BINS = 256
 
 
 def n_projections(dim: int) -> int:
-    """Fixed projections of a cell of dimension ``dim``: ``min(N_PROJECTIONS, 2 dim)``.
+    """Fixed projections of a cell of dimension ``dim``: the ``dim`` coordinate axes while ``2 dim < N_PROJECTIONS``, else ``N_PROJECTIONS`` random unit vectors.
 
-    Below ``dim = 16`` the set is the ``dim`` coordinate axes and ``dim`` fixed random unit
-    vectors: in a space of ``dim`` coordinates more directions add little (a defect in one
-    coordinate is seen in full by its axis, a rotation-invariant one by any direction) and the
-    binning of ``2 dim`` projections per row costs as much as the rest of the row statistics.
+    In a space of few coordinates more directions add little: the rows' frames are uniformly
+    rotated (``e_i`` uniform on the sphere), so every axis is a random direction of each row's
+    frame, and a defect in one coordinate is seen in full by its axis; fewer projections also
+    lower the Bonferroni factor of ``proj_ks``.  The axes are binned without a product (the
+    projections are the coordinates of ``y``).
     """
-    return min(N_PROJECTIONS, 2 * int(dim))
+    return int(dim) if 2 * int(dim) < N_PROJECTIONS else N_PROJECTIONS
+
+
 #: Largest dimension of the cross-covariance tests (a fixed random subspace above it).
 XCOV_DIM = 32
 #: dtypes a pass can use (bfloat16 only with the torch backend).
@@ -123,6 +128,39 @@ def spread_deltas(delta: float) -> tuple:
         values |= {round(delta / 2, 12), round(2 * delta, 12)}
     values.discard(delta)
     return tuple(sorted(v for v in values if v > 0))
+
+
+#: Rows that share one Gaussian pool vector of :func:`unit_directions` (each with its own signs).
+ROWS_PER_POOL_VECTOR = 8
+
+
+def unit_directions(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    """``n`` unit vectors of ``R^d``, each uniform on the sphere; neighbours (and the first and last rows) independent.
+
+    Row ``i`` is ``s_i * p_(i mod M)``: ``M`` normalised Gaussian pool vectors ``p`` (uniform on the
+    sphere; ``M`` the smallest integer from ``max(2, ceil(n / ROWS_PER_POOL_VECTOR))`` on that does
+    not divide ``n - 1``) and independent uniform coordinate signs ``s_i`` in ``{-1, 1}^d``.
+    Flipping the signs of coordinates is orthogonal, so every row is uniform on the sphere; rows
+    ``i`` and ``j`` share a pool vector only when ``i = j mod M`` (never neighbours, never the
+    first and last rows).
+
+    Notes
+    -----
+    The harness's null laws hold given the nodes, whatever their joint law (``y_i ~ N(0, I)``
+    given row ``i``'s node, proof ``P1-rank1-reduction``; ``proofs/S1-harness-power.md``), so
+    sharing pool vectors costs no validity; it costs ``d / ROWS_PER_POOL_VECTOR`` normals per row
+    instead of ``d`` (the node draw was the costliest per-row step of the harness at ``K = 2``).
+    """
+    m = max(2, -(-n // ROWS_PER_POOL_VECTOR)) if n > 1 else 1
+    while n > 2 and (n - 1) % m == 0:
+        m += 1
+    pool = rng.standard_normal((m, d))
+    pool /= np.maximum(np.sqrt(np.einsum("nd,nd->n", pool, pool)), 1e-300)[:, None]
+    dirs = np.resize(pool, (n, d))                # row i = p_(i mod M)
+    signs = np.unpackbits(np.frombuffer(rng.bytes(-(-(n * d) // 8)), np.uint8), count=n * d).reshape(n, d) * -2.0
+    signs += 1.0                                  # independent uniform signs, one random bit each
+    dirs *= signs
+    return dirs
 
 
 @dataclass(frozen=True)
@@ -238,21 +276,23 @@ class RowFrame:
                         self.ea[rows], None if self.mu_target is None else self.mu_target[rows])
 
     def _norms(self) -> np.ndarray:
+        """``||a_j - ea_ij e_i||`` as ``(n_directions, n)`` (row-major in ``i``: long inner loops)."""
         a2 = np.einsum("jd,jd->j", self.anchors, self.anchors)
-        return np.sqrt(np.maximum(a2[None, :] - self.ea * self.ea, 1e-300))
+        eat = self.ea.T
+        return np.sqrt(np.maximum(a2[:, None] - eat * eat, 1e-300))
 
     def directions(self, y, t) -> tuple:
         """``(<v_j, y> (n_directions, n), <w, y> (n,))`` for standardised states ``y`` with ``t = <e, y>``."""
         if not self.anchors.shape[0]:
             return np.zeros((0, y.shape[0])), np.zeros(y.shape[0])
-        dirs = ((y @ self.anchors.T - self.ea * t[:, None]) / self._norms()).T
+        dirs = ((y @ self.anchors.T).T - self.ea.T * t) / self._norms()
         return dirs, (t + dirs[0]) / math.sqrt(2.0)
 
     @property
     def v(self) -> np.ndarray:
         """The test directions ``(n_directions, n, d)`` (materialised; for tests and reference)."""
         v = self.anchors[:, None, :] - self.ea.T[:, :, None] * self.e[None]
-        return v / self._norms().T[:, :, None]
+        return v / self._norms()[:, :, None]
 
     @property
     def w(self) -> np.ndarray:
@@ -278,7 +318,7 @@ class SyntheticNode:
         and normalised.
     projections : ndarray (n_projections(dim), dim)
         Fixed unit vectors of the random-projection KS test (below ``dim = 16``: the coordinate
-        axes and ``dim`` random ones, :func:`n_projections`).
+        axes, :func:`n_projections`).
     xcov_basis : ndarray (min(dim, XCOV_DIM), dim)
         Orthonormal rows ``P`` of the cross-covariance tests (the identity up to ``XCOV_DIM``).
     regime : Regime or None
@@ -325,8 +365,8 @@ class SyntheticNode:
         anchors = rng.standard_normal((max(n_directions, 1), dim))[:n_directions]
         proj = rng.standard_normal((N_PROJECTIONS, dim))   # always drawn: the streams after it are fixed
         proj /= np.linalg.norm(proj, axis=1)[:, None]
-        if n_projections(dim) < N_PROJECTIONS:           # the coordinate axes, then the first random ones
-            proj = np.concatenate([np.eye(dim), proj[:n_projections(dim) - dim]])
+        if n_projections(dim) < N_PROJECTIONS:           # the coordinate axes
+            proj = np.eye(dim)
         if dim <= XCOV_DIM:
             basis = np.eye(dim)
         else:  # a fixed random k-dimensional subspace (orthonormal rows)
@@ -395,11 +435,9 @@ class SyntheticNode:
             else:
                 sigma = rng.uniform(np.log(SIGMA_RANGE[0]), np.log(SIGMA_RANGE[1]), n)
                 np.exp(sigma, out=sigma)
-            e = rng.standard_normal((n, d))
-            e /= np.maximum(np.sqrt(np.einsum("nd,nd->n", e, e)), 1e-300)[:, None]
-            # the draft mean's direction is the previous row's e: uniform on the sphere and
-            # independent of the row's own e (rows are independent), for the price of one
-            # contiguous copy instead of a second (n, d) normal draw
+            # e_i = row i's unit direction, g_i = e_{i-1} the draft mean's (row 0: an extra direction)
+            dirs = unit_directions(rng, n + 1, d)
+            e = dirs[:n]
             if rec_rho is not None:
                 rho = np.array(rec_rho, dtype=np.float64)
             else:
@@ -407,15 +445,9 @@ class SyntheticNode:
                 np.exp(rho, out=rho)
                 rho[rng.random(n) < ZERO_RHO_SHARE] = 0.0
             rho *= sigma
-            if n > 1:                               # row i takes row i - 1's e, scaled in the same pass
-                g = np.empty_like(e)
-                np.multiply(e[:-1], rho[1:, None], out=g[1:])
-                np.multiply(e[-1], rho[0], out=g[0])
-            else:
-                g = rng.standard_normal((n, d))
-                g /= np.maximum(np.sqrt(np.einsum("nd,nd->n", g, g)), 1e-300)[:, None]
-                g *= rho[:, None]
-            mu_draft = g
+            mu_draft = np.empty_like(e)             # row i takes row i - 1's direction, scaled in the same pass
+            np.multiply(e[:-1], rho[1:, None], out=mu_draft[1:])
+            np.multiply(dirs[n], rho[0], out=mu_draft[0])
         delta *= sigma
         e *= delta[:, None]                         # e (a fresh array, not needed afterwards) becomes mu_target
         e += mu_draft

@@ -97,7 +97,8 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
     Returns ``(t, r, dirs, diag)`` (``t = <e, y>``, ``r = ||y||^2 - t^2``, the test directions'
     projections ``(n_directions, n)`` and ``<w, y>``; zero on invalid rows, whose ``y`` is 0) and
     adds, over the valid rows, the projection histograms ``proj_counts`` (``<u_k, y>`` binned into
-    :data:`N_PROJECTION_BINS` PIT bins, one ``bincount`` over ``bin + k * N_PROJECTION_BINS``) and
+    :data:`N_PROJECTION_BINS` PIT bins, one ``bincount`` over ``bin + k * N_PROJECTION_BINS``; the
+    coordinates of ``y`` themselves when the projections are the axes) and
     the cross-covariance sums ``xcov_sums`` / ``xcov_matrix`` into ``out``.  The standardised
     states ``y = (x - mu_target) / sigma`` exist one block at a time, so no ``(n, dim)`` float64
     temporary is made; every row's values are those of the unblocked formulas (the sums over rows
@@ -109,6 +110,7 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
     dirs = np.zeros((nd, n))
     U = node.projections.T                        # (d, P)
     P = U.shape[1]
+    axes = P == d and np.array_equal(U, np.eye(d))   # the projections are y's coordinates: no product
     NB = N_PROJECTION_BINS
     binner = _binner(NB, 0)
     proj_offsets = np.arange(P, dtype=np.intp) * NB
@@ -124,6 +126,7 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
     states = np.asarray(states)
     all_valid = bool(valid.all())
     rows = max(256, ROW_BLOCK_VALUES // max(d, P))
+    wbuf = np.empty((k, min(rows, n)))
     for a in range(0, n, rows):
         b = min(n, a + rows)
         ok = valid[a:b]
@@ -138,10 +141,13 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
         t[a:b] = tb
         r[a:b] = np.maximum(np.einsum("nd,nd->n", y, y) - tb * tb, 0.0)
         if nd:
-            dirs[:, a:b] = ((y @ A - frame.ea[a:b] * tb[:, None]) / norms[a:b]).T
+            db = dirs[:, a:b]                     # (<a_j, y> - ea_ij t_i) / ||a_j - ea_ij e_i||, (nd, m)
+            np.multiply(frame.ea[a:b].T, tb, out=db)
+            np.subtract((y @ A).T, db, out=db)
+            db /= norms[:, a:b]
         if not all_valid:
             y, e, tb = y[ok], e[ok], tb[ok]
-        pb = binner.bin(y @ U)
+        pb = binner.bin(y if axes else y @ U)
         pb += proj_offsets
         proj_counts += np.bincount(pb.reshape(-1), minlength=P * NB)
         # cross-covariance of t (and t^2 - 1) with P z_perp, and its exact covariance given the t's
@@ -153,8 +159,10 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
         py = cw[:2] @ y
         xs += (py if identity else py @ basis.T) - np.stack([t2, c1 * tb]) @ pe
         w_sum += cw[2:].sum(axis=1)
-        for q in range(2):
-            xm[q] -= (pe * cw[2 + q][:, None]).T @ pe
+        wq = wbuf[:, :pe.shape[0]]
+        for q in range(2):                        # sum_i w_i pe_i pe_i^T, the weighted rows built as (k, m)
+            np.multiply(pe.T, cw[2 + q], out=wq)
+            xm[q] -= wq @ pe
     out["proj_counts"] += proj_counts.reshape(P, NB)
     out["xcov_sums"] += xs
     for q in range(2):
