@@ -259,23 +259,22 @@ class _FlatTop(Exception):
     """Raised inside the 1-D search once more evaluations cannot gain ``ftol``."""
 
 
-def _refine_max(a, lo, hi, xtol, ftol, cache) -> None:
+def _refine_max(a, lo, hi, xtol, ftol, known, best_so_far) -> None:
     """Maximise ``a`` on ``[lo, hi]`` by bounded Brent search (values cached by ``a``).
 
-    ``cache`` maps every ``t`` evaluated so far to a tuple whose first entry is ``a(t)``.  The
-    search stops at Brent's ``xtol``, or as soon as the concave upper bound
-    (:func:`_concave_upper_bound`) from the samples in ``[lo, hi]`` is within ``ftol`` of their
-    best (a flat top: more evaluations cannot gain ``ftol``) or ``ftol`` below the best value
-    found anywhere (the bracket cannot win).
+    ``known()`` returns the ``{t: a(t)}`` evaluated so far.  The search stops at Brent's
+    ``xtol``, or as soon as the concave upper bound (:func:`_concave_upper_bound`) from the
+    samples in ``[lo, hi]`` is within ``ftol`` of their best (a flat top: more evaluations
+    cannot gain ``ftol``) or ``ftol`` below ``best_so_far()`` (the bracket cannot win).
     """
     from scipy.optimize import minimize_scalar
 
     def flat():
-        pts = sorted((t, v[0]) for t, v in cache.items() if lo <= t <= hi)
+        pts = sorted((t, v) for t, v in known().items() if lo <= t <= hi)
         if len(pts) < 3:
             return False
         ub = _concave_upper_bound([p[0] for p in pts], [p[1] for p in pts])
-        return ub - max(p[1] for p in pts) <= ftol or ub < max(v[0] for v in cache.values()) - ftol
+        return ub - max(p[1] for p in pts) <= ftol or ub < best_so_far() - ftol
 
     def neg(t):
         v = a(t)
@@ -339,7 +338,9 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6,
     # the two best local maxima of the grid (ends included), each refined by bounded Brent search
     ts, cand = _grid_maxima(a, delta, n_grid)
     for i in cand:
-        _refine_max(a, ts[max(i - 1, 0)], ts[min(i + 1, n_grid - 1)], xtol, ftol, cache)
+        _refine_max(a, ts[max(i - 1, 0)], ts[min(i + 1, n_grid - 1)], xtol, ftol,
+                    lambda: {t: v[0] for t, v in cache.items()},
+                    lambda: max(v[0] for v in cache.values()))
     return _best_threshold_result(K, cache, rass)
 
 
