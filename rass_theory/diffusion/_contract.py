@@ -29,7 +29,7 @@ def snapped_threshold_verifier(grid=None):
     accept/correct step; proof P2), so snapping the *choice* of parameters to ``grid`` costs only
     optimality (at most one grid cell's worth of acceptance).
     """
-    from ..verifiers import policy
+    from ..verifiers import PolicyVerifier
 
     g = THRESHOLD_GRID if grid is None else np.sort(np.asarray(grid, dtype=float))
 
@@ -37,12 +37,7 @@ def snapped_threshold_verifier(grid=None):
         point = g[max(0, np.searchsorted(g, delta, side="right") - 1)]
         return _threshold_policy(int(K), float(point))
 
-    v = policy(factory)
-    try:
-        v.name = "threshold"
-    except AttributeError:  # pragma: no cover - read-only name
-        pass
-    return v
+    return PolicyVerifier(factory, name="threshold")
 
 
 def resolve_verifier(spec, K: int):
