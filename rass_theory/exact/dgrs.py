@@ -95,17 +95,12 @@ def interval_mass(a: float, b: float) -> float:
 # level recursion, scalar (fast path) and vectorised over rows
 # ---------------------------------------------------------------------------------------------
 
-#: below this delta the levels are taken from their delta -> 0 limit, P_k = delta p_k (relative
-#: error O(delta), far below rounding); this keeps subnormal deltas away from the recursion.
-_TINY_DELTA = TINY_DELTA
-
-
-#: ``delta -> 0`` limit ``(t_k, p_k)``, k = 1..K: :func:`rass_theory.exact.laws.limit_levels`
-_limit_levels = limit_levels
+# below TINY_DELTA the levels are their delta -> 0 limit P_k = delta p_k (laws.limit_levels):
+# relative error O(delta), far below rounding, and no subnormal delta in the recursion
 
 
 def _iter_levels(K: int, delta: float):
-    """Yield ``(c_k, P_k)`` for ``k = 1..K`` on Python floats (``delta >= _TINY_DELTA``).
+    """Yield ``(c_k, P_k)`` for ``k = 1..K`` on Python floats (``delta >= TINY_DELTA``).
 
     ``P_1 = erf(delta / (2 sqrt 2))``; then ``m = log1p(T) / delta`` is the midpoint of
     ``[c_k - delta, c_k]`` and ``P_k = [Phi(c_k) - Phi(c_k - delta)] - T Q(c_k)``: the interval
@@ -133,22 +128,10 @@ def _iter_levels(K: int, delta: float):
         T += p
 
 
-def _level_lists(K: int, delta: float) -> tuple[list[float], list[float]]:
-    """Crossings ``c_k`` and cumulative rejection probabilities ``P_k`` for ``k = 1..K``."""
-    if delta < _TINY_DELTA:
-        ts, ps = _limit_levels(K)
-        return [t + 0.5 * delta for t in ts], [delta * p for p in ps]
-    cs, ps = [], []
-    for c, p in _iter_levels(K, delta):
-        cs.append(c)
-        ps.append(p)
-    return cs, ps
-
-
 def _rejection_scalar(K: int, delta: float) -> float:
     """``P_K`` on Python floats, the hot path of ``acceptance("dgrs", K, delta)``."""
-    if delta < _TINY_DELTA:
-        return delta * _limit_levels(K)[1][-1]
+    if delta < TINY_DELTA:
+        return delta * limit_levels(K)[1][-1]
     p = 0.0
     for _, p in _iter_levels(K, delta):
         pass
@@ -171,8 +154,8 @@ def _acceptance_scalar(K: int, delta: float) -> float:
     = [Phi(c_k - delta) - Phi(c_{k-1} - delta)] - S_{k-1} [Q(c_{k-1}) - Q(c_k)] + P_{k-1} Q(c_k)``
     (``c_0 = -inf``, ``S_0 = 0``), whose terms do not cancel catastrophically.
     """
-    if delta < _TINY_DELTA:
-        return 1.0 - delta * _limit_levels(K)[1][-1]
+    if delta < TINY_DELTA:
+        return 1.0 - delta * limit_levels(K)[1][-1]
     half = 0.5 * delta
     rmc = math.erfc(half * _SQRT1_2)
     if K == 1:
@@ -307,7 +290,11 @@ def levels(K, delta) -> DGRSLevels:
     if delta == 0.0:
         raise ValueError("delta must be > 0 for the D-GRS residual levels (at delta = 0 the first "
                          "child is always accepted and no residual exists)")
-    cs, ps = _level_lists(K, delta)
+    if delta < TINY_DELTA:
+        ts, ps = limit_levels(K)
+        cs, ps = [t + 0.5 * delta for t in ts], [delta * p for p in ps]
+    else:
+        cs, ps = (list(x) for x in zip(*_iter_levels(K, delta)))
     P = np.array([1.0] + ps)
     S = np.concatenate([[0.0], np.cumsum(P[:-1])])  # S_0 = 0, S_k = P_0 + ... + P_{k-1}
     with np.errstate(divide="ignore", over="ignore"):
@@ -341,7 +328,7 @@ def dgrs_residual_masses(K, delta) -> np.ndarray:
     K = check_K(K)
     delta = check_delta(delta)
     if delta == 0.0:
-        _, ps = _limit_levels(K)
+        _, ps = limit_levels(K)
         z = [0.0] + [ps[k] / ps[k - 1] for k in range(1, K)]
         return np.array(z)
     return levels(K, delta).Z

@@ -1,7 +1,7 @@
 """Standard normal building blocks that keep relative accuracy in both tails.
 
-Everything the exact laws need from the standard normal: ``log phi``, ``log Phi`` and
-``log(1 - Phi)`` through :func:`scipy.special.log_ndtr`, an interval mass
+Everything the exact laws need from the standard normal beyond :mod:`scipy.special`
+(``ndtr``, ``log_ndtr``): ``log phi``, an interval mass
 ``Phi(b) - Phi(a)`` without cancellation, the shift difference ``Phi(x - delta) - Phi(x)``
 with relative accuracy for tiny ``delta``, and a quantile that stays accurate in the upper
 tail when the upper-tail probability is known directly.
@@ -11,7 +11,7 @@ See ``proofs/P7-selected-law.md`` for how these enter the selected and residual 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr, ndtri
+from scipy.special import ndtr, ndtri
 
 from rass_theory.backend import NUMPY
 from rass_theory.exact.laws import shift_difference as engine_shift_difference
@@ -19,11 +19,6 @@ from rass_theory.exact.laws import shift_difference as engine_shift_difference
 __all__ = [
     "LOG_SQRT_2PI",
     "log_phi",
-    "phi",
-    "log_Phi",
-    "log_sf",
-    "Phi",
-    "sf",
     "interval_mass",
     "shift_difference",
     "quantile_from_tails",
@@ -39,31 +34,6 @@ def log_phi(s):
     """Log of the standard normal density, ``-s^2/2 - log sqrt(2 pi)``."""
     s = np.asarray(s, dtype=np.float64)
     return -0.5 * s * s - LOG_SQRT_2PI
-
-
-def phi(s):
-    """Standard normal density ``phi(s)``."""
-    return np.exp(log_phi(s))
-
-
-def log_Phi(s):
-    """``log Phi(s)``, accurate for very negative ``s`` (:func:`scipy.special.log_ndtr`)."""
-    return log_ndtr(np.asarray(s, dtype=np.float64))
-
-
-def log_sf(s):
-    """``log(1 - Phi(s)) = log Phi(-s)``, accurate for very positive ``s``."""
-    return log_ndtr(-np.asarray(s, dtype=np.float64))
-
-
-def Phi(s):
-    """Standard normal CDF."""
-    return ndtr(np.asarray(s, dtype=np.float64))
-
-
-def sf(s):
-    """Standard normal survival function ``1 - Phi(s) = Phi(-s)`` (no cancellation)."""
-    return ndtr(-np.asarray(s, dtype=np.float64))
 
 
 def interval_mass(a, b):

@@ -4,8 +4,8 @@ The rank basis (ascending ranks, ``j = K - 1`` is the largest child)::
 
     B_j(s) = K!/(j! (K-1-j)!) phi(s) Phi(s)^j (1 - Phi(s))^(K-1-j),   j = 0..K-1,
 
-is the density of the ``(j+1)``-th smallest of ``K`` iid ``N(0, 1)`` draws; its CDF is
-``F_j(s) = P(Bin(K, Phi(s)) >= j + 1)``.  A rank mixture ``g_w = sum_j w_j B_j`` has CDF
+is the density of the ``(j+1)``-th smallest of ``K`` iid ``N(0, 1)`` draws (its log and its
+interval masses: :class:`rass_theory.exact.segments.RankSegment`).  A rank mixture ``g_w = sum_j w_j B_j`` has CDF
 
     G_w(s) = sum_{k=0}^{K} C_k binom(K, k) p^k (1 - p)^(K-k),   p = Phi(s),  C_k = sum_{j<k} w_j,
 
@@ -18,16 +18,11 @@ weights.  They loop over blocks of points (never over rows one at a time) to bou
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import betainc, betaincc, gammaln, log_ndtr
+from scipy.special import gammaln, log_ndtr
 
-from rass_theory.exact.normal import log_phi
 
 __all__ = [
     "log_binom",
-    "log_rank_basis",
-    "rank_basis",
-    "order_stat_cdf",
-    "order_stat_sf",
     "weight_parts",
     "mixture_log_density_ratio",
     "mixture_density_excess",
@@ -53,54 +48,6 @@ def log_binom(n, k):
 def _log_p_q(s):
     s = np.clip(np.asarray(s, dtype=np.float64), -_S_CLIP, _S_CLIP)
     return s, log_ndtr(s), log_ndtr(-s)
-
-
-def log_rank_basis(K: int, s) -> np.ndarray:
-    """``log B_j(s)`` for ``j = 0..K-1``; shape ``s.shape + (K,)``.
-
-    Notes
-    -----
-    ``log B_j = log K + log binom(K-1, j) + log phi(s) + j log Phi(s) + (K-1-j) log Phi(-s)``.
-    """
-    s, lp, lq = _log_p_q(s)
-    j = np.arange(K, dtype=np.float64)
-    logc = np.log(K) + log_binom(K - 1, j)
-    return logc + log_phi(s)[..., None] + j * lp[..., None] + (K - 1 - j) * lq[..., None]
-
-
-def rank_basis(K: int, s) -> np.ndarray:
-    """``B_j(s)`` for ``j = 0..K-1`` (order-statistic densities); shape ``s.shape + (K,)``."""
-    return np.exp(log_rank_basis(K, s))
-
-
-def order_stat_cdf(K: int, s) -> np.ndarray:
-    """``F_j(s) = P(Bin(K, Phi(s)) >= j + 1)`` for ``j = 0..K-1``; shape ``s.shape + (K,)``.
-
-    Notes
-    -----
-    ``F_j(s) = I_p(j + 1, K - j)`` (regularised incomplete beta) ``= 1 - I_q(K - j, j + 1)``
-    with ``p = Phi(s)``, ``q = Phi(-s)``.  For ``s <= 0`` the first form is used with ``p``
-    exact; for ``s > 0`` the complement form ``betaincc(K - j, j + 1, q)`` with ``q`` exact,
-    so the argument never carries the rounding of ``1 - p``.
-    """
-    return _order_stat_tails(K, s, upper=False)
-
-
-def order_stat_sf(K: int, s) -> np.ndarray:
-    """``1 - F_j(s) = P(Bin(K, Phi(s)) <= j)``, computed without cancellation."""
-    return _order_stat_tails(K, s, upper=True)
-
-
-def _order_stat_tails(K: int, s, *, upper: bool) -> np.ndarray:
-    """``F_j(s)`` (``upper=False``) or ``1 - F_j(s)``, each from the incomplete beta whose argument
-    (``p = Phi(s)`` for ``s <= 0``, ``q = Phi(-s)`` above) is exact."""
-    s = np.asarray(s, dtype=np.float64)[..., None]
-    j = np.arange(K, dtype=np.float64)
-    a, b = j + 1.0, K - j
-    p = np.exp(log_ndtr(s))
-    q = np.exp(log_ndtr(-s))
-    lower_fn, upper_fn = (betaincc, betainc) if upper else (betainc, betaincc)
-    return np.where(s <= 0, lower_fn(a, b, p), upper_fn(b, a, q))
 
 
 # ---------------------------------------------------------------------------------------------
