@@ -145,6 +145,12 @@ def _coefficients(K: int):
 
 
 @functools.lru_cache(maxsize=None)
+def _pdf_binomials(K: int):
+    """``K C(K-1, j)`` (``j < K``), correctly rounded: the coefficients of ``g/phi``."""
+    return tuple(float(K * math.comb(K - 1, j)) for j in range(K))
+
+
+@functools.lru_cache(maxsize=None)
 def _binomials(K: int):
     """``C(K, i)`` (``i <= K``), correctly rounded (``math.comb``): the coefficients of ``G - Phi``,
     where ``exp`` of ``lgamma`` differences loses ``eps lgamma(K + 1)`` (``2e-14`` at ``K = 64``);
@@ -190,27 +196,38 @@ class RankLaw:
         w = nx.cast(weights, nx.float64)
         self.K = K = int(w.shape[-1])
         self.t = None if t is None else nx.cast(t, nx.float64)
-        # the weights are read as w / S, S = sum w (exact for sums 1 only up to rounding); the
-        # deviations v = w/S - 1/K are ((w - fl(1/K)) - mean) / S: the difference is exact
-        # (Sterbenz) and the mean removes S - 1 and the rounding of 1/K, so v keeps relative
-        # accuracy for nearly uniform weights (order_stats.weight_parts; 0 for uniform ones)
-        S = nx.cumsum(w, -1)[..., K - 1:]
-        dev = w - 1.0 / K
-        v = (dev - nx.cumsum(dev, -1)[..., K - 1:] / K) / S
-        self.weights = w / S
-        with np.errstate(divide="ignore"):
-            self._log_w = nx.log(self.weights)
-        #: W_i - i/K for i = 1..K-1 (the cumulative deviations)
-        self._cdf_dev = nx.cumsum(v, -1)[..., : K - 1]
+        self._raw = w
+        self.weights = w / nx.cumsum(w, -1)[..., K - 1:]
         if K <= LINEAR_K_MAX:
-            #: w_j K C(K-1, j) and (W_i - i/K) C(K, i) for i = 1..K-1
-            self._pdf_coef = self.weights * nx.constant(np.exp(_coefficients(K)[0]), w)
-            self._cdf_lin = self._cdf_dev * nx.constant(np.array(_binomials(K)[1:K]), w)
+            #: w_j K C(K-1, j)
+            self._pdf_coef = self.weights * nx.constant(np.array(_pdf_binomials(K)), w)
         if self.t is not None:
             finite = nx.isfinite(self.t)
             log_P = nx.where(finite, nx.log_ndtr(nx.where(finite, self.t, nx.zeros_like(self.t))), nx.zeros_like(self.t))
             self._one_minus_PK1 = -nx.expm1((K - 1) * log_P)      # 1 - Phi(t)^(K-1)
             self._Pt, self._Qt = nx.ndtr(self.t), nx.ndtr(-self.t)  # Phi(t), Phi(-t)
+
+    #: per-row arrays (gathered by a take on first use) and those computed on first use only
+    _ROW_ARRAYS = ("weights", "_raw", "_pdf_coef", "_log_w", "_cdf_dev", "_cdf_lin")
+    _LAZY = ("_log_w", "_cdf_dev", "_cdf_lin")
+
+    def _computed(self, name):
+        """The arrays of :data:`_LAZY`: ``log w``, the cumulative deviations ``W_i - i/K``
+        (``i = 1..K-1``) and ``(W_i - i/K) C(K, i)``."""
+        nx, K = self.nx, self.K
+        if name == "_log_w":
+            with np.errstate(divide="ignore"):
+                return nx.log(self.weights)
+        if name == "_cdf_lin":
+            return self._cdf_dev * nx.constant(np.array(_binomials(K)[1:K]), self.weights)
+        # the weights are read as w / S, S = sum w (exact for sums 1 only up to rounding); the
+        # deviations v = w/S - 1/K are ((w - fl(1/K)) - mean) / S: the difference is exact
+        # (Sterbenz) and the mean removes S - 1 and the rounding of 1/K, so v keeps relative
+        # accuracy for nearly uniform weights (order_stats.weight_parts; 0 for uniform ones)
+        w = self._raw
+        dev = w - 1.0 / K
+        v = (dev - nx.cumsum(dev, -1)[..., K - 1:] / K) / nx.cumsum(w, -1)[..., K - 1:]
+        return nx.cumsum(v, -1)[..., : K - 1]
 
     # -- protocol ---------------------------------------------------------------------------
     def breaks(self):
@@ -230,13 +247,19 @@ class RankLaw:
         return out
 
     def __getattr__(self, name):
-        if name in ("weights", "_log_w", "_pdf_coef", "_cdf_lin", "_cdf_dev") and "_source" in self.__dict__:
-            value = getattr(self._source, name)
+        if name not in RankLaw._ROW_ARRAYS:
+            raise AttributeError(name)
+        source = self.__dict__.get("_source")
+        if source is not None and (name not in RankLaw._LAZY or name in source.__dict__):
+            value = getattr(source, name)
             if value.ndim == 2:
                 value = value[self._rows]
-            setattr(self, name, value)
-            return value
-        raise AttributeError(name)
+        elif name in RankLaw._LAZY:
+            value = self._computed(name)              # from this law's own (gathered) weights
+        else:
+            raise AttributeError(name)
+        setattr(self, name, value)
+        return value
 
     def keys(self):
         if self.weights.ndim == 1 and self.t is None:

@@ -22,8 +22,6 @@ Proofs: rank selection and the ratio ``proofs/P2-rass-exactness.md`` and
 """
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -85,70 +83,11 @@ def select_rank(nx, s, weights, u):
     return nx.take_along(order, draw_rank(nx, weights, u)), order
 
 
-@functools.lru_cache(maxsize=64)
-def _log_bernstein_coefficients(K: int) -> tuple:
-    """``log(K C(K-1, j))`` for ``j = 0..K-1``."""
-    return tuple(math.log(K) + math.lgamma(K) - math.lgamma(j + 1) - math.lgamma(K - j) for j in range(K))
-
-
 def log_rank_ratio(nx, weights, s):
-    """``log(g_w(s) / phi(s))`` per row for rank weights ``(K,)`` or ``(n, K)``.
-
-    Notes
-    -----
-    ``g_w(s)/phi(s) = sum_j w_j K C(K-1, j) Phi(s)^j Phi(-s)^(K-1-j)`` (proof
-    ``P7-selected-law``).  For ``K <= 512`` it is summed in linear space by Horner's rule in
-    ``q = Phi(-s)`` with ``p = Phi(s)``, both from their own tails (relative accuracy; positive
-    terms, so the sum keeps ``O(K eps)`` relative accuracy), and the log taken once.  Where that
-    sum falls below ``1e-280`` (linear powers underflow far in a tail), and for larger ``K``, it
-    is a log-sum-exp of log-space terms built from ``log_ndtr(s)`` and ``log_ndtr(-s)``
-    (:func:`_log_space_rank_ratio`): no tail cancels and nothing underflows, at any ``s`` and ``K``.
-    """
-    K = weights.shape[-1]
-    if K > _LINEAR_K_MAX:
-        return _log_space_rank_ratio(nx, weights, s)
-    c = weights * nx.constant(np.array(_bernstein_coefficients(K)), s)
-    p, q = nx.ndtr(s), nx.ndtr(-s)
-    B = (c[..., 0] if c.ndim == 1 else c[:, 0]) + nx.zeros_like(s)
-    pj = p
-    for j in range(1, K):
-        B = B * q + (c[j] if c.ndim == 1 else c[:, j]) * pj
-        if j < K - 1:
-            pj = pj * p
-    with np.errstate(divide="ignore"):
-        out = nx.log(B)
-    small = ~(B > 1e-280)
-    if nx.maybe_any(small):
-        idx = nx.rows_where(small)
-        if idx is None:
-            return nx.where(small, _log_space_rank_ratio(nx, weights, s), out)
-        if idx.shape[0]:
-            out = nx.copy(out)
-            out[idx] = _log_space_rank_ratio(nx, weights if weights.ndim == 1 else weights[idx], s[idx])
-    return out
-
-
-#: the largest K whose Bernstein coefficients K C(K-1, j) are safely finite in float64
-_LINEAR_K_MAX = 512
-
-
-@functools.lru_cache(maxsize=64)
-def _bernstein_coefficients(K: int) -> tuple:
-    """``K C(K-1, j)`` for ``j = 0..K-1``, correctly rounded floats."""
-    return tuple(float(K * math.comb(K - 1, j)) for j in range(K))
-
-
-def _log_space_rank_ratio(nx, weights, s):
-    """:func:`log_rank_ratio` as a log-sum-exp of log-space terms (any ``s``, any ``K``)."""
-    K = weights.shape[-1]
-    log_p = nx.log_ndtr(s)[:, None]
-    log_q = nx.log_ndtr(-s)[:, None]
-    j = nx.constant(np.arange(K, dtype=np.float64), s)
-    coef = nx.constant(_log_bernstein_coefficients(K), s)
-    with np.errstate(divide="ignore"):
-        log_w = nx.log(weights)                                  # -inf for a zero weight
-    terms = log_w + coef + j * log_p + (K - 1 - j) * log_q
-    return nx.logsumexp(terms, 1)
+    """``log(g_w(s) / phi(s))`` per row for rank weights ``(K,)`` or ``(n, K)`` and ``s (n,)``:
+    :meth:`rass_theory.exact.laws.RankLaw.log_ratio` (the Bernstein sum
+    ``sum_j w_j K C(K-1, j) Phi(s)^j Phi(-s)^(K-1-j)``, proof ``P7-selected-law``)."""
+    return _engine.rank_law(weights).log_ratio(s[:, None])[:, 0]
 
 
 def log_target_ratio(delta, s):
@@ -221,9 +160,9 @@ def rank_pieces(weights, t=None) -> RankPieces:
     The selected-law ratio and the residual are :class:`rass_theory.exact.laws.RankLaw` and
     :func:`rass_theory.exact.laws.sample` (for RASS the ratio is :func:`log_rank_ratio`).
     """
-    # the threshold law serves the ratio of every row; RASS's ratio is log_rank_ratio, so its law
-    # is built on the rejected rows only (the same per-row values as a take of the whole law)
-    law = None if t is None else _engine.RankLaw(weights, t)
+    # one law serves the ratio of every row and the residual of the rejected ones (a take: its
+    # residual-only arrays are computed on those rows only)
+    law = _engine.RankLaw(weights, t)
 
     def select(batch, u):
         if t is None:
@@ -231,19 +170,13 @@ def rank_pieces(weights, t=None) -> RankPieces:
         return select_threshold(batch.nx, batch.s, weights, t, u)
 
     def ratio(batch, s_sel):
-        if t is None:
-            return log_rank_ratio(batch.nx, weights, s_sel)
         return law.log_ratio(s_sel[:, None])[:, 0]
 
     def residual(batch, rows, u):
         delta = batch.delta_safe
         if rows is None:
-            return _engine.sample(_engine.RankLaw(weights) if law is None else law, delta, u)
-        if law is not None:
-            sub = law.take(rows)
-        else:
-            sub = _engine.RankLaw(weights if weights.ndim == 1 else weights[rows])
-        return _engine.sample(sub, delta[rows], u[rows])
+            return _engine.sample(law, delta, u)
+        return _engine.sample(law.take(rows), delta[rows], u[rows])
 
     return RankPieces(select, ratio, residual)
 
