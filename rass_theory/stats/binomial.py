@@ -19,7 +19,7 @@ try:  # the kernels of scipy.stats.binom (SciPy >= 1.9)
 except ImportError:  # pragma: no cover - older or newer SciPy: the public (slower) path
     _binom_pmf = _binom_cdf = _binom_sf = None
 
-__all__ = ["binomial_pvalue"]
+__all__ = ["binomial_pvalue", "binomial_sf"]
 
 #: ``binomtest``'s relative tolerance when it compares probabilities of outcomes.
 RERR = 1 + 1e-7
@@ -31,6 +31,23 @@ def _cdf(x, n, p):
 
 def _sf(x, n, p):
     return 1.0 if x < 0 else (0.0 if x >= n else float(_binom_sf(float(x), float(n), p)))
+
+
+def binomial_sf(x: int, n: int, p: float) -> float:
+    """``P(X > x)`` for ``X ~ Binomial(n, p)``: the float of ``scipy.stats.binom.sf(x, n, p)``.
+
+    Notes
+    -----
+    Inside the support (``0 <= x < n``, ``0 < p < 1``) ``binom.sf`` evaluates the kernel
+    ``_binom_sf(x, n, p)`` (the regularised incomplete beta ``I_p(x + 1, n - x)``), which this calls
+    directly; at the boundaries it is ``1`` (``x < 0``) or ``0`` (``x >= n``).  Elsewhere (or on a
+    SciPy without the kernel) it calls ``binom.sf`` itself.  Used by the one-sided bound test
+    (``proofs/S1-harness-power.md``, S1.3).
+    """
+    x, n, p = int(x), int(n), float(p)
+    if _binom_sf is None or not 0.0 < p < 1.0 or n < 1:
+        return float(stats.binom.sf(x, n, p))
+    return _sf(x, n, p)
 
 
 def _search(a, d, lo, hi):

@@ -21,7 +21,7 @@ import numpy as np
 from scipy import special, stats
 
 from .._validation import check_positive_int, check_probability
-from .binomial import binomial_pvalue
+from .binomial import binomial_pvalue, binomial_sf
 
 __all__ = ["TestStatistic", "binned_ks_test", "binned_chisquare_test", "joint_chisquare_test",
            "binomial_test", "clopper_pearson", "energy_test", "holm", "coarse_counts", "studentised_form_test",
@@ -469,7 +469,7 @@ def bound_exceedance_test(accepted, rows, bounds, labels) -> TestStatistic:
     """
     ps = []
     for k, n, b in zip(accepted, rows, bounds):
-        ps.append(float("nan") if n == 0 else float(stats.binom.sf(int(k) - 1, int(n), min(float(b), 1.0))))
+        ps.append(float("nan") if n == 0 else binomial_sf(int(k) - 1, int(n), min(float(b), 1.0)))
     pval, i = bonferroni_min(ps)
     if i < 0:
         return TestStatistic(float("nan"), float("nan"), "no samples")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rass_theory.stats.binomial import binomial_pvalue
+from rass_theory.stats.binomial import binomial_pvalue, binomial_sf
 
 
 def _cases():
@@ -24,6 +24,13 @@ def _cases():
 def test_equals_scipy_binomtest_bit_for_bit():
     for k, n, p in _cases():
         assert binomial_pvalue(k, n, p) == float(stats.binomtest(k, n, p).pvalue), (k, n, p)
+
+
+def test_sf_equals_scipy_binom_sf_bit_for_bit():
+    """``binomial_sf(x, n, p)`` is ``stats.binom.sf(x, n, p)`` (the bound test's tail), boundaries included."""
+    for k, n, p in _cases() + [(0, 5, 1.0), (4, 5, 1.0), (0, 5, 0.0), (6, 5, 0.3)]:
+        for x in (k - 1, k, -1, n):
+            assert binomial_sf(x, n, p) == float(stats.binom.sf(x, n, p)), (x, n, p)
 
 
 def test_bad_input_raises_like_scipy():
