@@ -10,9 +10,9 @@ Public names (re-exported here; implementation modules are one topic each):
 - :func:`selected_law`, :func:`residual_law` (:mod:`.selected`), :func:`rass_acceptance`,
   :func:`rass_tv` (:mod:`.rass`) — the RASS selected law and its maximal coupling.
 - The residual-law engine: :mod:`.laws` (the selected laws and the one crossing search,
-  masses and inverse-CDF draws), :mod:`._window` (the truncation window), :mod:`._roots` (the
-  root finder), :mod:`.batch` (per-row wrappers for arrays and callables) and :mod:`.segments`
-  (mixtures of segments: acceptance, TV, gradient, certified gap).
+  masses and inverse-CDF draws; its root finder is ``backend.NUMPY.find_root``), :mod:`._window`
+  (the truncation window), :mod:`.batch` (per-row wrappers for arrays and callables) and
+  :mod:`.segments` (mixtures of segments: acceptance, TV, gradient, certified gap).
 
 Batch helpers for the verifiers live in :mod:`.batch` and :mod:`.dgrs`
 (``docs/ARCHITECTURE.md``).  Proofs: ``proofs/README.md``.

@@ -11,7 +11,7 @@ any interval are closed form, and ``g_0`` a fixed sub-density (zero for RASS).  
 
 * the crossing points of ``f = phi(. - delta)`` and ``g_w`` (sign changes of
   ``r = log f - log g_w`` on a grid over the window of :mod:`rass_theory.exact._window`,
-  refined by :func:`rass_theory.exact._roots.bracketed_roots`), or, for the RASS segment
+  refined by the engine's root finder ``NUMPY.find_root``), or, for the RASS segment
   (:class:`RankSegment`), the one crossing search of every residual,
   :func:`rass_theory.exact.laws.residual_intervals` (also behind the verifiers),
 * ``A = {f > g_w}`` as a union of intervals,
@@ -35,7 +35,6 @@ from typing import Protocol, Sequence
 import numpy as np
 from scipy.special import betainc, gammaln, log_ndtr, ndtr
 
-from rass_theory.exact._roots import bracketed_roots
 from rass_theory.exact._window import window as default_window
 from rass_theory.backend import NUMPY
 from rass_theory.exact.laws import rank_law, residual_intervals, shift_difference
@@ -191,7 +190,7 @@ def _segment_crossings(rfun, glo, ghi, hi, spacing, delta):
         grid[-1] = np.nextafter(hi, -np.inf)
     rv = rfun(grid)
     x0s, x1s, r0s, r1s = _brackets(rfun, grid, rv)
-    roots = list(np.sort(bracketed_roots(rfun, x0s, x1s))) if x0s.size else []
+    roots = list(np.sort(NUMPY.find_root(rfun, x0s, x1s))) if x0s.size else []
     # sign on each piece: left end, midpoints between roots, right end
     if roots:
         mids = np.concatenate([[0.5 * (grid[0] + roots[0]) if roots[0] > grid[0] else grid[0]],
@@ -383,7 +382,7 @@ def certified_gap(ev: TVEvaluation, w: np.ndarray) -> float:
 def _polish(fun, roots):
     """Roots of ``fun`` near ``roots``: the nearest bracket ``[c - e, c + e]`` with a sign change,
     ``e = 1e-12, 1e-9, 1e-6, 1e-3`` times ``1 + |c|``, refined by
-    :func:`rass_theory.exact._roots.bracketed_roots`; a root without one is kept."""
+    the engine's root finder ``NUMPY.find_root``; a root without one is kept."""
     roots = np.asarray(roots, dtype=np.float64)
     lo, hi = roots.copy(), roots.copy()
     todo = np.ones(roots.size, dtype=bool)
@@ -398,7 +397,7 @@ def _polish(fun, roots):
     out = roots.copy()
     ok = ~todo
     if np.any(ok):
-        out[ok] = bracketed_roots(fun, lo[ok], hi[ok])
+        out[ok] = NUMPY.find_root(fun, lo[ok], hi[ok])
     return out
 
 

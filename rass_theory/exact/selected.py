@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import betaincinv, ndtr
 
-from rass_theory.exact._roots import bracketed_roots
 from rass_theory._validation import as_generator, check_delta, check_positive_int, check_weights
+from rass_theory.backend import NUMPY
 from rass_theory.exact.batch import sample_residual_rejection
 from rass_theory.exact.laws import rank_law, residual_intervals, sample
 from rass_theory.exact.normal import log_phi, quantile_from_tails, shift_difference
@@ -154,7 +154,7 @@ class SelectedLaw:
             def excess(x, sf_side, t):  # increasing in x: log G_w(x) or -log(1 - G_w(x)), minus the target
                 return np.where(sf_side, -self.logsf(x), self.logcdf(x)) - t
 
-            out[inner] = bracketed_roots(excess, a, b, args=(use_sf, tgt))
+            out[inner] = NUMPY.find_root(excess, a, b, args=(use_sf, tgt))
         return out.reshape(shape)
 
     def rvs(self, size=None, rng=None):
