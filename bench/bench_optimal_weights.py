@@ -57,7 +57,7 @@ def speed(quick):
     t0 = time.perf_counter()
     import cvxpy  # noqa: F401
     import rass_theory as rt
-    from rass_theory.optimize.rank_weights import exact_rank_evaluation
+    from rass_theory.exact.segments import rass_evaluation
     t_import = time.perf_counter() - t0
     t0 = time.perf_counter()
     cold = rt.optimal_rank_weights(8, 0.7)
@@ -73,7 +73,7 @@ def speed(quick):
         t0 = time.perf_counter()
         wb = baseline_lp(8, d)
         t_base = time.perf_counter() - t0
-        acc_b = exact_rank_evaluation(wb, d).acceptance
+        acc_b = rass_evaluation(wb, d).acceptance
         rows.append((d, t_ours, t_base, ours.acceptance, acc_b, ours.gap, ours.solver))
         print(f"  delta={d:5.2f}  ours {1e3 * t_ours:8.1f} ms  baseline-LP {1e3 * t_base:8.1f} ms  "
               f"ratio {t_ours / t_base:5.2f}  acc ours {ours.acceptance:.15f} (gap {ours.gap:.1e})  "
@@ -143,7 +143,7 @@ def accuracy(quick, Ks=None):
 
 def interpolation(quick):
     import rass_theory as rt
-    from rass_theory.optimize.rank_weights import exact_rank_evaluation
+    from rass_theory.exact.segments import rass_evaluation
 
     test = np.concatenate([np.geomspace(2e-3, 0.14, 6), np.linspace(0.17, 5.9, 23), [6.6, 9.1, 13.0]])
     for K in ([2, 4, 8] if not quick else [2, 4]):
@@ -151,7 +151,7 @@ def interpolation(quick):
         interp = rt.optimize.optimal_weights_interpolator(K)
         tb = time.perf_counter() - t0
         W = interp(test)
-        losses = [rt.optimal_rank_weights(K, d).acceptance - exact_rank_evaluation(w, d).acceptance
+        losses = [rt.optimal_rank_weights(K, d).acceptance - rass_evaluation(w, d).acceptance
                   for d, w in zip(test, W)]
         i = int(np.argmax(losses))
         print(f"interpolator K={K}: build {tb:.1f} s, worst acceptance loss {losses[i]:.2e} at "

@@ -30,24 +30,20 @@ from scipy.special import erf, ndtr
 from rass_theory._validation import check_delta, check_K
 
 from rass_theory.exact.segments import (
-    RankSegment,
     TVEvaluation,
     certified_gap,
     default_window,
     evaluate_tv,
     rank_segment as _segment,
-    rass_evaluation,
 )
 
 __all__ = [
-    "RankSegment",
     "OptimalWeightsResult",
     "OptimalWeightsTable",
     "OptimalWeightsInterpolator",
     "optimal_rank_weights",
     "optimal_weights_table",
     "optimal_weights_interpolator",
-    "exact_rank_evaluation",
     "DEGENERATE_DELTA",
 ]
 
@@ -56,11 +52,6 @@ DEGENERATE_DELTA = float(np.sqrt(np.finfo(np.float64).eps))
 _MAX_K = 4096
 _LP_NODES = 161
 _GAP_TARGET = 1e-9
-
-
-def exact_rank_evaluation(weights, delta: float, *, hessian: bool = False) -> TVEvaluation:
-    """Exact acceptance, TV, gradient (and Hessian) of RASS: :func:`rass_theory.exact.segments.rass_evaluation`."""
-    return rass_evaluation(weights, delta, hessian=hessian)
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ import pytest
 from scipy.special import ndtr
 
 import rass_theory as rt
+from rass_theory.exact.segments import rass_evaluation
 from rass_theory.optimize.rank_weights import (
     DEGENERATE_DELTA,
     INTERPOLATION_GRID,
-    exact_rank_evaluation,
     optimal_rank_weights,
     optimal_weights_interpolator,
     optimal_weights_table,
@@ -67,8 +67,8 @@ class TestOptimum:
         assert res.status == "optimal"
         assert res.gap < 1e-9
         assert res.acceptance + res.tv == pytest.approx(1, abs=1e-13)
-        uniform = exact_rank_evaluation(np.full(K, 1 / K), delta).acceptance
-        top = exact_rank_evaluation(np.eye(K)[-1], delta).acceptance
+        uniform = rass_evaluation(np.full(K, 1 / K), delta).acceptance
+        top = rass_evaluation(np.eye(K)[-1], delta).acceptance
         assert res.acceptance >= max(uniform, top) - 1e-14
         assert res.acceptance <= grid_bound(K, delta) + 1e-9
 
@@ -87,7 +87,7 @@ class TestOptimum:
         K, delta = 4, 0.8
         res = optimal_rank_weights(K, delta)
         for w in rng.dirichlet(np.ones(K), size=40):
-            assert exact_rank_evaluation(w, delta).tv >= res.lower_bound - 1e-13
+            assert rass_evaluation(w, delta).tv >= res.lower_bound - 1e-13
 
     def test_small_delta_relative_accuracy(self):
         res = optimal_rank_weights(3, 1e-4)
@@ -142,7 +142,7 @@ class TestInterpolator:
         interp = optimal_weights_interpolator(2)
         for d in (0.23, 0.9):
             w = interp(np.array([d]))[0]
-            loss = optimal_rank_weights(2, d).acceptance - exact_rank_evaluation(w, d).acceptance
+            loss = optimal_rank_weights(2, d).acceptance - rass_evaluation(w, d).acceptance
             assert -1e-12 <= loss < 1e-4
 
     def test_bad_delta(self):
