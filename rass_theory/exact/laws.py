@@ -322,9 +322,16 @@ class RankLaw:
             if self.t is None:
                 return out
             return nx.where(s < self.t[:, None], out, math.log(K) + (K - 1) * nx.log_ndtr(s))
-        p, q, below = self._pq(s)
-        # Horner in q: sum_j c_j p^j q^(K-1-j) = ((c_0 q + c_1 p) q + c_2 p^2) q + ... (positive terms)
-        B = self._col(self._pdf_coef, 0) + nx.zeros_like(s)
+        return self._linear_log_ratio(s, *self._pq(s))
+
+    def _linear_log_ratio(self, s, p, q, below):
+        """``log(g/phi)`` at ``s`` (``(r, m)``, or one shared ``(1, m)`` row) from ``p = Phi(s)``
+        (``s``'s shape) and ``q (r, m)``: Horner in ``q``,
+        ``sum_j c_j p^j q^(K-1-j) = ((c_0 q + c_1 p) q + c_2 p^2) q + ...`` (positive terms), the
+        log-space sum where it falls below ``1e-280`` and the law of the maximum where ``s >= t``
+        (``below`` false; ``None`` for RASS)."""
+        nx, K = self.nx, self.K
+        B = self._col(self._pdf_coef, 0) + nx.zeros_like(q)
         pj = p
         for j in range(1, K):
             B = B * q + self._col(self._pdf_coef, j) * pj
@@ -337,25 +344,17 @@ class RankLaw:
             small = small & below                          # above t the law of the maximum is used
         if nx.maybe_any(small):
             idx = nx.rows_where(small.reshape(-1))
+            sb = s + nx.zeros_like(out)
             if idx is None:
-                out = nx.where(small, self._log_ratio_log_space(s), out)
+                out = nx.where(small, self._log_ratio_log_space(sb), out)
             elif idx.shape[0]:
-                sb = s + nx.zeros_like(out)
-                cols = out.shape[1]
-                rows = idx // cols
-                sub = self.take(rows) if (self.weights.ndim == 2 or self.t is not None) else self
+                sub = self.take(idx // out.shape[1])._log_ratio_log_space(sb.reshape(-1)[idx][:, None])[:, 0]
                 out = nx.copy(out).reshape(-1)
-                out[idx] = sub._log_ratio_log_space(sb.reshape(-1)[idx][:, None])[:, 0]
+                out[idx] = sub
                 out = out.reshape(B.shape)
         if below is None:
             return out
-        # s >= t: the law of the maximum, log K + (K - 1) log Phi(s), at those entries only
-        top = nx.rows_where(~below.reshape(-1))
-        if top.shape[0] == 0:
-            return out
-        flat = nx.copy(out).reshape(-1)
-        flat[top] = math.log(K) + (K - 1) * nx.log_ndtr((s + nx.zeros_like(out)).reshape(-1)[top])
-        return flat.reshape(B.shape)
+        return nx.where(below, out, math.log(K) + (K - 1) * nx.log_ndtr(s))
 
     def cdf_excess(self, s):
         """``G(s) - Phi(s)``: the Bernstein form of the class notes, each basis term
@@ -447,30 +446,9 @@ class RankLaw:
         nx, K = self.nx, self.K
         if K > LINEAR_K_MAX:
             return self.log_ratio(grid[None, :] + nx.zeros_like(self.t)[:, None])
-        p, Q = nx.ndtr(grid), nx.ndtr(-grid)
-        t = self.t[:, None]
-        q = nx.maximum(nx.where(grid[None, :] > 0, Q[None, :] - self._Qt[:, None], self._Pt[:, None] - p[None, :]), 0.0)
-        pp = _powers(p, K - 1)
-        # Horner in q: sum_j c_j p^j q^(K-1-j) = (((c_0 q + c_1 p) q + c_2 p^2) q + ...) (positive terms)
-        B = self._col(self._pdf_coef, 0) + nx.zeros_like(q)
-        for j in range(1, K):
-            B = B * q + self._col(self._pdf_coef, j) * pp[j][None, :]
-        with np.errstate(divide="ignore"):
-            out = nx.log(B)
-        below = grid[None, :] < t
-        small = ~(B > 1e-280) & below                      # above t the law of the maximum is used
-        if nx.maybe_any(small):
-            idx = nx.rows_where(small.reshape(-1))
-            if idx is None:
-                out = nx.where(small, self._log_ratio_log_space(grid[None, :] + nx.zeros_like(out)), out)
-            elif idx.shape[0]:
-                m = grid.shape[0]
-                sub = self.take(idx // m)._log_ratio_log_space(grid[idx % m][:, None])[:, 0]
-                out = nx.copy(out).reshape(-1)
-                out[idx] = sub
-                out = out.reshape(B.shape)
-        top = math.log(K) + (K - 1) * nx.log_ndtr(grid)
-        return nx.where(below, out, top[None, :])
+        p, Q = nx.ndtr(grid)[None, :], nx.ndtr(-grid)[None, :]
+        q = nx.maximum(nx.where(grid[None, :] > 0, Q - self._Qt[:, None], self._Pt[:, None] - p), 0.0)
+        return self._linear_log_ratio(grid[None, :], p, q, grid[None, :] < self.t[:, None])
 
 
 def rank_law(weights) -> RankLaw:
@@ -539,16 +517,6 @@ class PolicyLaw:
 
 # ---------------------------------------------------------------------------------------------
 # the residual sampler
-
-
-def _residual_mass_function(law, delta):
-    """``D(x) = F(x) - G(x) = [Phi(x - delta) - Phi(x)] - [G(x) - Phi(x)]`` for ``x (r, m)``."""
-    nx = law.nx if hasattr(law, "nx") else get_backend(delta)
-
-    def D(x):
-        return shift_difference(nx, x, delta[:, None]) - law.cdf_excess(x)
-
-    return D
 
 
 def _h_rows(law, delta, nx):
@@ -857,7 +825,7 @@ def _intervals(law, delta, whi, precise=False):
     finite = nx.isfinite(bounds)
     idx = nx.rows_where(finite.reshape(-1))
     if idx is None:
-        D = _residual_mass_function(law, delta)(bounds)
+        D = shift_difference(nx, bounds, delta[:, None]) - law.cdf_excess(bounds)   # D = F - G
     else:                                                  # D(+-inf) = 0: evaluate the crossings only
         D = nx.zeros_like(bounds)
         flat_rows = idx // (c + 2)
