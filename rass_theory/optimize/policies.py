@@ -65,13 +65,16 @@ def _rows(delta, s):
     return d, (s[:, None] if s.ndim == 1 else s), s.ndim == 1
 
 
-def _check_children(s, K):
+def _ranked(s, K, rng):
+    """Check the children's ``s (n, K)``; return the generator, their stable ascending order and the
+    top ``s`` of every row."""
     s = np.asarray(s, dtype=np.float64)
     if s.ndim != 2 or s.shape[1] != K:
         raise ValueError(f"s must have shape (n, K={K}), got {s.shape}")
     if not np.all(np.isfinite(s)):
         raise ValueError("s must be finite")
-    return s
+    order = np.argsort(s, axis=1, kind="stable")
+    return as_generator(rng), order, s[np.arange(s.shape[0]), order[:, -1]]
 
 
 def _draw_rank(weights, n, rng):
@@ -123,14 +126,10 @@ class ThresholdRankPolicy(_SegmentMixturePolicy):
         self._segments = threshold_segments(self.K, self.t)
 
     def select(self, delta, s, rng):
-        s = _check_children(s, self.K)
-        rng = as_generator(rng)
-        n = s.shape[0]
-        order = np.argsort(s, axis=1, kind="stable")
-        j = _draw_rank(self.weights, n, rng)
-        top = order[:, -1]
-        above = s[np.arange(n), top] >= self.t
-        return np.where(above, top, order[np.arange(n), j])
+        rng, order, top_s = _ranked(s, self.K, rng)
+        n = order.shape[0]
+        j = np.where(top_s >= self.t, self.K - 1, _draw_rank(self.weights, n, rng))
+        return order[np.arange(n), j]
 
     def _law(self, n: int):
         """The selected law of ``n`` rows in the one law engine (:class:`~rass_theory.exact.laws.RankLaw`)."""
@@ -411,16 +410,12 @@ class TwoLevelThresholdPolicy(_SegmentMixturePolicy):
         self._segments = two_level_segments(self.K, self.t1, self.t2)
 
     def select(self, delta, s, rng):
-        s = _check_children(s, self.K)
-        rng = as_generator(rng)
-        n = s.shape[0]
-        rows = np.arange(n)
-        order = np.argsort(s, axis=1, kind="stable")
-        top_s = s[rows, order[:, -1]]
+        rng, order, top_s = _ranked(s, self.K, rng)
+        n = order.shape[0]
         j1 = _draw_rank(self.weights1, n, rng)
         j2 = _draw_rank(self.weights2, n, rng)
         j = np.where(top_s >= self.t1, self.K - 1, np.where(top_s >= self.t2, j1, j2))
-        return order[rows, j]
+        return order[np.arange(n), j]
 
     def _segment_of(self, x):
         return np.searchsorted(np.array([self.t2, self.t1]), x, side="right")
