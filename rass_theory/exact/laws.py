@@ -207,13 +207,14 @@ class RankLaw:
             self._one_minus_PK1 = -nx.expm1((K - 1) * log_P)      # 1 - Phi(t)^(K-1)
             self._Pt, self._Qt = nx.ndtr(self.t), nx.ndtr(-self.t)  # Phi(t), Phi(-t)
 
-    #: per-row arrays (gathered by a take on first use) and those computed on first use only
+    #: per-row arrays (gathered by a take on first use) and those a law computes on first use
+    #: (a verifier's law needs them on its rejected rows only, if any)
     _ROW_ARRAYS = ("weights", "_raw", "_pdf_coef", "_log_w", "_cdf_dev", "_cdf_lin")
     _LAZY = ("_log_w", "_cdf_dev", "_cdf_lin")
 
     def _computed(self, name):
-        """The arrays of :data:`_LAZY`: ``log w``, the cumulative deviations ``W_i - i/K``
-        (``i = 1..K-1``) and ``(W_i - i/K) C(K, i)``."""
+        """The arrays of :data:`_LAZY` of a law built from weights: ``log w``, the cumulative
+        deviations ``W_i - i/K`` (``i = 1..K-1``) and ``(W_i - i/K) C(K, i)``."""
         nx, K = self.nx, self.K
         if name == "_log_w":
             with np.errstate(divide="ignore"):
@@ -250,12 +251,12 @@ class RankLaw:
         if name not in RankLaw._ROW_ARRAYS:
             raise AttributeError(name)
         source = self.__dict__.get("_source")
-        if source is not None and (name not in RankLaw._LAZY or name in source.__dict__):
+        if source is not None:                        # a take: gathered (computed once, there)
             value = getattr(source, name)
             if value.ndim == 2:
                 value = value[self._rows]
         elif name in RankLaw._LAZY:
-            value = self._computed(name)              # from this law's own (gathered) weights
+            value = self._computed(name)
         else:
             raise AttributeError(name)
         setattr(self, name, value)
