@@ -332,12 +332,11 @@ class RankLaw:
         log-space sum where it falls below ``1e-280`` and the law of the maximum where ``s >= t``
         (``below`` false; ``None`` for RASS)."""
         nx, K = self.nx, self.K
-        B = self._col(self._pdf_coef, 0) + nx.zeros_like(q)
+        B = self._col(self._pdf_coef, 0) * (q if K > 1 else nx.zeros_like(q) + 1.0)
         pj = p
         for j in range(1, K):
-            B = B * q + self._col(self._pdf_coef, j) * pj
-            if j < K - 1:
-                pj = pj * p
+            B = (B * q if j > 1 else B) + self._col(self._pdf_coef, j) * pj
+            pj = pj * p if j < K - 1 else pj
         with np.errstate(divide="ignore"):
             out = nx.log(B)
         small = ~(B > 1e-280)

@@ -687,13 +687,6 @@ def log_selected_ratio(p: ListRuleParams, s):
     return nx.where(below, p.delta * s - 0.5 * p.delta ** 2, nx.log(p.K) + (p.K - 1) * nx.log_ndtr(s))
 
 
-def log_accept_ratio(p: ListRuleParams, s):
-    """``log(f(s) / g*(s))``: ``0`` below ``t_a``, else ``delta s - delta^2/2 - log K - (K-1) log Phi(s)``."""
-    nx = get_backend(s)
-    below = s < p.t_keep
-    return nx.where(below, 0.0, p.delta * s - 0.5 * p.delta ** 2 - nx.log(p.K) - (p.K - 1) * nx.log_ndtr(s))
-
-
 def selected_cdf(p: ListRuleParams, s):
     """``G*(s)``: ``Phi(s - delta)`` below ``t_a``, ``Phi(s)^K`` from ``t_a`` on."""
     nx = get_backend(s)

@@ -30,8 +30,8 @@ import numpy as np
 from ..exact import laws as _engine
 from ._core import NodeBatch, finish
 
-__all__ = ["rank_residual", "single_draft_residual", "dgrs_levels", "dgrs_final", "draw_rank", "select_rank", "target_ratio", "log_rank_ratio", "log_target_ratio", "accept", "RankPieces",
-           "rank_pieces", "threshold_pieces", "select_threshold", "rank_kernel", "rmc_kernel", "dgrs_kernel", "keep_orthogonal"]
+__all__ = ["rank_residual", "single_draft_residual", "dgrs_final", "draw_rank", "select_rank", "target_ratio", "log_rank_ratio", "log_target_ratio", "accept", "RankPieces",
+           "rank_pieces", "select_threshold", "rank_kernel", "rmc_kernel", "dgrs_kernel", "keep_orthogonal"]
 
 
 def rank_residual(weights, delta, u):
@@ -43,11 +43,6 @@ def rank_residual(weights, delta, u):
 def single_draft_residual(delta, u):
     """Draws from ``(f - phi)_+ / TV``: the ``K = 1`` residual (D-GRS level 1)."""
     return _engine.DGRSLaw(1, delta).sample(u)
-
-
-def dgrs_levels(K: int, delta):
-    """The D-GRS levels of every row, :class:`rass_theory.exact.laws.DGRSLaw` (computed once)."""
-    return _engine.DGRSLaw(K, delta)
 
 
 def dgrs_final(K: int, delta, u, levels=None):
@@ -181,11 +176,6 @@ def rank_pieces(weights, t=None) -> RankPieces:
     return RankPieces(select, ratio, residual)
 
 
-def threshold_pieces(weights, t) -> RankPieces:
-    """The pieces of the threshold-rank policy, :func:`rank_pieces` with a threshold ``t (n,)``."""
-    return rank_pieces(weights, t)
-
-
 def rank_kernel(batch: NodeBatch, u, pieces: RankPieces):
     """Run a rank rule: select, accept w.p. ``min(1, f/g)``, else draw ``s'`` from ``(f - g)_+ / TV``.
 
@@ -251,7 +241,7 @@ def dgrs_kernel(batch: NodeBatch, u, *, order=None, level=None, final=None):
     """
     nx, K = batch.nx, batch.K
     delta = batch.delta_safe
-    levels = dgrs_levels(K, delta)
+    levels = _engine.DGRSLaw(K, delta)                      # computed once, on first use
     accepted = nx.copy(batch.degenerate)
     chosen = nx.zeros_index(batch.n, batch.s)
     for k in range(K):

@@ -2,7 +2,7 @@
 
 Policy: select the top child if its ``s >= t``, otherwise the child of rank ``j ~ w'``.  The
 verifier is :func:`rass_theory.verifiers.kernels.rank_kernel` with the threshold pieces
-(:func:`rass_theory.verifiers.kernels.threshold_pieces`: the threshold *select* piece, the log
+(:func:`rass_theory.verifiers.kernels.rank_pieces` with ``t``: the threshold *select* piece, the log
 ratio of :func:`rass_theory.exact.laws.threshold_law` and that law's residual drawn by
 :func:`rass_theory.exact.laws.sample`), so it
 uses three uniforms per row (rank, accept, residual) on both back ends.  Per-row parameters
@@ -21,7 +21,7 @@ from .._validation import check_delta, check_K, check_weights
 from ._base import KernelVerifier
 from ._batch import NodeBatch
 from ._weights import interpolate_rows
-from .kernels import RankPieces, rank_kernel, threshold_pieces
+from .kernels import RankPieces, rank_kernel, rank_pieces
 from .rass import fresh_orthogonal_piece
 
 __all__ = ["ThresholdVerifier", "THRESHOLD_PARAMETERS", "threshold"]
@@ -198,7 +198,7 @@ class ThresholdVerifier(KernelVerifier):
     def pieces(self, batch: NodeBatch) -> RankPieces:
         """The kernel pieces for a prepared batch (its rows' parameters resolved)."""
         t, w = self.row_parameters(batch)
-        pieces = threshold_pieces(w, t)
+        pieces = rank_pieces(w, t)
         if self.orthogonal == "fresh":
             pieces = pieces.replace(orthogonal=fresh_orthogonal_piece)
         return pieces
