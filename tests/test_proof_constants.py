@@ -77,7 +77,7 @@ class TestP4Window:
 
     @pytest.mark.parametrize("K", [1, 2, 8, 1512, 1516, 1517, 4096, 100_000])
     def test_code_window_keeps_the_truncation_error_below_2_5e_27(self, K):
-        from rass_theory.optimize.mixture_tv import default_window
+        from rass_theory.exact.segments import default_window
 
         for delta in (0.0, 1.0, 30.0):
             lo, hi = default_window(K, delta)

@@ -1,7 +1,8 @@
 """Active-set Newton polish of the exact acceptance over the simplex (proofs/P4-weight-program.md).
 
 The exact evaluation it polishes (crossings, masses, gradient, Hessian, certified gap) is the
-residual-law engine :mod:`rass_theory.exact.segments`, re-exported here.
+residual-law engine :mod:`rass_theory.exact.segments`; ``evaluate_tv``, ``default_window`` and
+``logsumexp_rows`` are re-exported for :mod:`rass_theory.optimize.policies`.
 """
 from __future__ import annotations
 
@@ -10,24 +11,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from rass_theory.exact.segments import (
-    Segment,
     TVEvaluation,
     certified_gap,
     default_window,
     evaluate_tv,
-    fw_gap,
     logsumexp_rows,
-    normal_mass,
 )
 
 __all__ = [
-    "Segment",
-    "TVEvaluation",
     "evaluate_tv",
-    "normal_mass",
     "default_window",
-    "fw_gap",
-    "certified_gap",
     "maximize_acceptance",
     "PolishResult",
     "logsumexp_rows",

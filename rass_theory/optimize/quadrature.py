@@ -29,7 +29,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .mixture_tv import Segment, evaluate_tv, maximize_acceptance, normal_mass
+from rass_theory.exact.segments import Segment, evaluate_tv, normal_mass
+
+from .mixture_tv import maximize_acceptance
 
 __all__ = ["CellDualLP", "ExchangeResult", "exchange_lp", "cell_masses"]
 

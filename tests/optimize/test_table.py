@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from rass_theory.optimize import rank_weights as rw
-from rass_theory.optimize.mixture_tv import certified_gap, default_window, evaluate_tv, fw_gap
+from rass_theory.exact.segments import certified_gap, default_window, evaluate_tv, fw_gap
 
 
 @pytest.fixture
