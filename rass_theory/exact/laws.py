@@ -53,9 +53,10 @@ __all__ = ["SelectedLaw", "RankLaw", "rank_law", "threshold_law", "PolicyLaw", "
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _SQRT1_2 = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-#: rows per block of the residual sampler (bounded memory: a loop over blocks, not rows);
-#: eight times as many on an accelerator
-RESIDUAL_BLOCK = 8192
+#: rows per block of the residual sampler on the host (bounded memory: a loop over blocks, not
+#: rows; the crossing scan inside a block runs over cache-sized blocks of its own); twice as many
+#: on an accelerator, where the scan holds a per-row grid of the whole block
+RESIDUAL_BLOCK = 32768
 
 
 class SelectedLaw(Protocol):
@@ -1041,7 +1042,7 @@ def _sample_rows(nx, law, delta, u):
     n = delta.shape[0]
     # an accelerator works on larger blocks (fewer kernel launches; its memory is larger); a law
     # whose take() costs as much as all its rows (exact.batch.RowLaw: callables on every row) says so
-    block = RESIDUAL_BLOCK if nx.rows_where(delta[:1] > 0) is not None else 8 * RESIDUAL_BLOCK
+    block = RESIDUAL_BLOCK if nx.rows_where(delta[:1] > 0) is not None else 2 * RESIDUAL_BLOCK
     if n <= block or getattr(law, "unblocked", False):
         return _sample_block(law, delta, u)
     parts = []
