@@ -77,6 +77,8 @@ def binomial_pvalue(k: int, n: int, p: float) -> float:
     exact test (proofs/S1-harness-power.md, S1.3).
     """
     k, n, p = int(k), int(n), float(p)
+    if p in (0.0, 1.0) and 0 <= k <= n and n >= 1:   # a point mass: binomtest gives 1 at its atom, else 0
+        return 1.0 if k == round(p * n) else 0.0
     if _binom_pmf is None or not (0.0 < p < 1.0) or not 0 <= k <= n or n < 1:
         return float(stats.binomtest(k, n, p).pvalue)
 

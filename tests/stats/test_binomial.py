@@ -11,7 +11,8 @@ from rass_theory.stats.binomial import binomial_pvalue, binomial_sf
 def _cases():
     g = np.random.default_rng(20261202)
     out = [(0, 1, 0.5), (1, 1, 0.5), (0, 10, 1e-9), (10, 10, 1 - 1e-9), (5, 10, 0.5), (0, 400_000, 3e-5),
-           (12, 400_000, 3e-5), (40, 400_000, 3e-5), (3, 7, 0.0), (7, 7, 1.0)]
+           (12, 400_000, 3e-5), (40, 400_000, 3e-5), (3, 7, 0.0), (7, 7, 1.0), (0, 7, 0.0), (6, 7, 1.0),
+           (0, 1, 0.0), (1, 1, 1.0), (0, 5, 1.0), (5, 5, 0.0), (0, 400_000, 0.0)]
     for i in range(400):
         n = int(g.integers(1, 10 ** int(g.integers(1, 7))))
         p = float(10 ** g.uniform(-7, -1e-4)) if i % 2 else float(g.uniform(1e-3, 0.999))
