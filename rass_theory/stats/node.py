@@ -240,8 +240,9 @@ class RowNodes:
 class RowFrame:
     """Per-row frame recomputed from the arrays the verifier received (float64).
 
-    ``e (n, d)`` unit, ``delta (n,)``, and the anchors' components ``ea (n, n_directions) =
-    <e_i, a_j>`` with ``anchors``; row ``i``'s test direction ``v_ij = (a_j - ea_ij e_i) /
+    ``e (n, d)`` unit, ``delta (n,)``, and the anchors' components ``ea (n_directions, n)``,
+    ``ea_ji = <e_i, a_j>`` (row-major in ``i``: the per-row arithmetic on it runs along rows), with
+    ``anchors``; row ``i``'s test direction ``v_ij = (a_j - ea_ij e_i) /
     ||a_j - ea_ij e_i||`` is unit and orthogonal to ``e_i``, and ``w_i = (e_i + v_i0) / sqrt 2``.
     The directions are never materialised: :meth:`directions` projects on them through
     ``<v_ij, y> = (<a_j, y> - ea_ij <e_i, y>) / sqrt(||a_j||^2 - ea_ij^2)``.
@@ -273,25 +274,24 @@ class RowFrame:
     def take(self, rows) -> "RowFrame":
         """The frame of ``rows`` (a slice or an index array)."""
         return RowFrame(self.mu_draft[rows], self.sigma[rows], self.e[rows], self.delta[rows], self.anchors,
-                        self.ea[rows], None if self.mu_target is None else self.mu_target[rows])
+                        self.ea[:, rows], None if self.mu_target is None else self.mu_target[rows])
 
     def _norms(self) -> np.ndarray:
         """``||a_j - ea_ij e_i||`` as ``(n_directions, n)`` (row-major in ``i``: long inner loops)."""
         a2 = np.einsum("jd,jd->j", self.anchors, self.anchors)
-        eat = self.ea.T
-        return np.sqrt(np.maximum(a2[:, None] - eat * eat, 1e-300))
+        return np.sqrt(np.maximum(a2[:, None] - self.ea * self.ea, 1e-300))
 
     def directions(self, y, t) -> tuple:
         """``(<v_j, y> (n_directions, n), <w, y> (n,))`` for standardised states ``y`` with ``t = <e, y>``."""
         if not self.anchors.shape[0]:
             return np.zeros((0, y.shape[0])), np.zeros(y.shape[0])
-        dirs = ((y @ self.anchors.T).T - self.ea.T * t) / self._norms()
+        dirs = ((y @ self.anchors.T).T - self.ea * t) / self._norms()
         return dirs, (t + dirs[0]) / math.sqrt(2.0)
 
     @property
     def v(self) -> np.ndarray:
         """The test directions ``(n_directions, n, d)`` (materialised; for tests and reference)."""
-        v = self.anchors[:, None, :] - self.ea.T[:, :, None] * self.e[None]
+        v = self.anchors[:, None, :] - self.ea[:, :, None] * self.e[None]
         return v / self._norms()[:, :, None]
 
     @property
@@ -472,7 +472,7 @@ class SyntheticNode:
         if zero.any():
             e[zero] = fallback_e(zero) if callable(fallback_e) else fallback_e[zero]
         delta = norm / sig
-        return RowFrame(md, sig, e, delta, self.anchors, e @ self.anchors.T, mt)
+        return RowFrame(md, sig, e, delta, self.anchors, np.ascontiguousarray((e @ self.anchors.T).T), mt)
 
     # ------------------------------------------------------------------ binning
     @staticmethod

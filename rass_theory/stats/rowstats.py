@@ -142,7 +142,7 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
         r[a:b] = np.maximum(np.einsum("nd,nd->n", y, y) - tb * tb, 0.0)
         if nd:
             db = dirs[:, a:b]                     # (<a_j, y> - ea_ij t_i) / ||a_j - ea_ij e_i||, (nd, m)
-            np.multiply(frame.ea[a:b].T, tb, out=db)
+            np.multiply(frame.ea[:, a:b], tb, out=db)
             np.subtract((y @ A).T, db, out=db)
             db /= norms[:, a:b]
         if not all_valid:
