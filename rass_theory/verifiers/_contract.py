@@ -215,8 +215,7 @@ def contract_check(result, children, *, values: bool = True) -> ContractCheck:
         return ContractCheck(issues, states, accepted, index)
 
     children = as_host_array(children)
-    finite = np.isfinite(states)
-    finite = np.ones(n, bool) if finite.all() else finite.all(axis=1)   # the whole-array test first: cheap
+    finite = np.ones(n, bool) if np.isfinite(states).all() else np.isfinite(states).all(axis=1)   # cheap test first
     if not finite.all():
         issues.append(_rows_issue("non_finite", ~finite, "result.states must be finite (it holds NaN or infinity)"))
     in_range = (index >= -1) & (index < K)
