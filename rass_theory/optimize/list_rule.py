@@ -125,12 +125,25 @@ def ndtri_exp_nx(lp):
     if nx.name == "numpy":
         return ndtri_exp(lp)
     direct = nx.ndtri(nx.clip(nx.exp(lp), 1e-300, None))
+    far = lp < math.log(1e-300)
+    idx = nx.rows_where(far.reshape(-1))
+    if idx is None:                                    # accelerator: every element, merged
+        return nx.where(far, _ndtri_exp_tail(nx, lp), direct)
+    if idx.shape[0] == 0:                              # the CPU: the tail elements only
+        return direct
+    out = nx.copy(direct).reshape(-1)
+    out[idx] = _ndtri_exp_tail(nx, lp.reshape(-1)[idx])
+    return out.reshape(direct.shape)
+
+
+def _ndtri_exp_tail(nx, lp):
+    """:func:`ndtri_exp_nx` where ``exp(lp) <= 1e-300``: 8 Newton steps on ``log Phi(x) = lp``."""
     y = -2.0 * nx.clip(lp, None, -690.0)
     x = -nx.sqrt(y - nx.log(y) - 2 * _LOG_SQRT_2PI)
     for _ in range(8):
         lpx = nx.log_ndtr(x)
         x = x - (lpx - lp) * nx.exp(lpx + 0.5 * x * x + _LOG_SQRT_2PI)
-    return nx.where(lp < math.log(1e-300), x, direct)
+    return x
 
 
 def _psi(x):
