@@ -172,6 +172,34 @@ class TestWarmStarts:
         assert _kkt_continuation(8, 0.8, (0.7, base.weights, base.crossings, base.left_in_A)) is None
 
 
+    @pytest.mark.parametrize("K,delta", [(4, 0.43), (8, 0.53), (8, 1.17), (16, 2.6)])
+    def test_table_start_certificate_agrees_with_the_search(self, K, delta):
+        """The warm solve certifies at the KKT crossings, which the search only confirms: the
+        acceptance, crossings and gap agree with the plain search at the returned weights (a
+        crossing accepted wrongly would move the acceptance by its interval's mass)."""
+        from rass_theory.exact.segments import certified_gap
+
+        res = optimal_rank_weights(K, delta)
+        assert "table" in res.solver
+        ev = rass_evaluation(res.weights, delta)
+        assert abs(res.acceptance - ev.acceptance) <= 4e-16
+        np.testing.assert_allclose(res.crossings, ev.crossings, rtol=0, atol=1e-9)
+        assert res.gap <= certified_gap(ev, res.weights) + 1e-14 and res.gap <= 1e-9
+
+    def test_interpolated_start_gives_the_nearest_row_solution(self):
+        """Between two table rows of one structure the start is their interpolation; Newton ends
+        where it ends from the nearest row alone (to rounding)."""
+        from rass_theory.optimize.rank_weights import _kkt_continuation, _table_neighbours
+
+        near, far = _table_neighbours(8, 1.17)
+        assert np.array_equal(near[1] > 0, far[1] > 0) and near[2].size == far[2].size  # one structure
+        both = _kkt_continuation(8, 1.17, near, "table", far=far)
+        one = _kkt_continuation(8, 1.17, near, "table")
+        assert both is not None and one is not None
+        np.testing.assert_allclose(both.weights, one.weights, rtol=0, atol=1e-13)
+        assert abs(both.acceptance - one.acceptance) <= 4e-16
+
+
 class TestNoCallHistory:
     """``optimal_rank_weights(K, delta)`` is a function of ``(K, delta)`` alone: the same bits
     whatever was solved before in the process (no warm state carried between calls)."""
