@@ -708,8 +708,11 @@ def _scan_rows(law, delta, whi, s2, C):
     lr = law.log_ratio_grid(s2[0]) if shared and hasattr(law, "log_ratio_grid") else \
         law.log_ratio(s2 + nx.zeros_like(delta)[:, None])
     d = delta[:, None]
-    h = d * s2 - 0.5 * d * d - lr
-    if nx.maybe_any(h != h):
+    h = d * s2                                             # d s - d^2/2 - log(g/phi), in place
+    h -= 0.5 * d * d
+    h -= lr
+    top = nx.host_max(h)                                   # NaN if any entry is (None: a device)
+    if top is None or top != top:
         h = nx.where(h != h, nx.zeros_like(h) + 1.0, h)   # NaN (both densities 0): positive
     pos = h > 0
 
