@@ -7,7 +7,7 @@ import numpy as np
 
 from .._validation import check_weights
 
-__all__ = ["WEIGHT_NAMES", "resolve_weights", "resolve_row_weights", "batch_weights", "describe_weights", "check_row_weights",
+__all__ = ["WEIGHT_NAMES", "resolve_weights", "resolve_row_weights", "batch_weights", "describe_weights",
            "optimal_single", "interpolator_table", "interpolate_rows", "device_interpolated"]
 
 #: The named weight rules of the RASS verifiers (both back ends).
@@ -30,11 +30,6 @@ def _interpolator(K: int):
     from ..optimize.rank_weights import optimal_weights_interpolator
 
     return optimal_weights_interpolator(K)
-
-
-def check_row_weights(w, K: int, n: int, name: str) -> np.ndarray:
-    """Per-row weights ``(K,)`` or ``(n, K)``: :func:`rass_theory._validation.check_weights`."""
-    return check_weights(w, K, name=name, n=n)
 
 
 def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
@@ -69,11 +64,11 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
                 return np.full(K, 1.0 / K)
             if single:
                 return optimal_single(K, float(delta[0]))
-            return check_row_weights(_interpolator(K)(delta), K, n, "optimal_weights_interpolator(K)(delta)")
+            return check_weights(_interpolator(K)(delta), K, name="optimal_weights_interpolator(K)(delta)", n=n)
         if spec == "interpolated":
             if n == 0:
                 return np.full(K, 1.0 / K)
-            w = check_row_weights(_interpolator(K)(delta), K, n, "optimal_weights_interpolator(K)(delta)")
+            w = check_weights(_interpolator(K)(delta), K, name="optimal_weights_interpolator(K)(delta)", n=n)
             return w[0] if single else w
         if spec == "uniform":
             return np.full(K, 1.0 / K)
@@ -83,15 +78,15 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
         if n == 0:
             return np.full(K, 1.0 / K)
         if single:
-            return check_row_weights(spec(K, float(delta[0])), K, n, "weights(K, delta)")
+            return check_weights(spec(K, float(delta[0])), K, name="weights(K, delta)", n=n)
         try:
             out = np.asarray(spec(K, delta), dtype=np.float64)
         except Exception:  # noqa: BLE001 - a scalar-only callable: fall back to one call per delta
             out = None
         if out is not None and out.shape == (n, K):
-            return check_row_weights(out, K, n, "weights(K, delta)")
+            return check_weights(out, K, name="weights(K, delta)", n=n)
         values, inverse = np.unique(delta, return_inverse=True)
-        table = np.stack([check_row_weights(spec(K, float(v)), K, n, "weights(K, delta)") for v in values])
+        table = np.stack([check_weights(spec(K, float(v)), K, name="weights(K, delta)", n=n) for v in values])
         return table[inverse.reshape(-1)]
     return check_weights(spec, K, name="weights")
 
