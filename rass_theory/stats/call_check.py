@@ -45,9 +45,11 @@ class CallChecker:
     ``uncorrected_copy`` (an exact rule's correction is a continuous draw).
     """
 
-    def __init__(self, n, dim, dtype_name):
+    def __init__(self, n, dim, dtype_name, states=None):
         self.dim = dim
-        self.states = np.zeros((n, dim))
+        # ``states``: an (n, dim) float64 buffer to record into (reused across chunks; rows of a
+        # call that raised keep stale values, which are never read: those rows are invalid)
+        self.states = np.zeros((n, dim)) if states is None else states
         self.valid = np.zeros(n, bool)
         self.accepted = np.zeros(n, bool)
         self.violations = np.zeros(len(VIOLATION_KINDS), np.int64)

@@ -130,7 +130,19 @@ def probe_sums(node, frame, probe_states):
     return sequence_sums(node, frame.take(slice(0, a.shape[0])), a, b, ok)
 
 
-def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> ExactnessCounts:
+def _scratch(buffers, name, shape):
+    """An ``(n, d)`` float64 work array of the harness (never handed to the verifier), reused
+    across the chunks of one stream: fresh multi-megabyte arrays cost the process a page fault
+    per 4 KiB every chunk (the allocator returns them to the system when the chunk ends)."""
+    if buffers is None:
+        return None
+    buf = buffers.get(name)
+    if buf is None or buf.shape[0] < shape[0] or buf.shape[1:] != shape[1:]:
+        buf = buffers[name] = np.empty(shape)
+    return buf[:shape[0]]
+
+
+def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec, buffers=None) -> ExactnessCounts:
     """Run one chunk on the CPU with NumPy.
 
     Draws the chunk (:func:`draw_chunk`), casts children and means to ``spec.dtype``, makes them
@@ -139,6 +151,8 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> Exactness
     ``(m,)`` array on the main batch and a Python float on the small ones.  Exceptions raised by the
     verifier are recorded as violations naming the batch size and dtype (``KeyboardInterrupt``
     propagates).  Returns the chunk's :func:`~rass_theory.stats.rowstats.counts_from_rows`.
+    ``buffers``: a dict in which the harness's own ``(n, d)`` work arrays (recorded states, frame
+    directions) are kept for the next chunk (:func:`numpy_chunk_stream` passes one per stream).
     """
     dt = _numpy_dtype(spec.dtype)
     rows, children64 = draw_chunk(node, spec)
@@ -147,7 +161,7 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> Exactness
     for arr in (children, md, mt, sig):
         arr.setflags(write=False)
     rng = np.random.default_rng(sub_seed(spec.seed, 1))
-    checker = CallChecker(spec.n, node.dim, spec.dtype)
+    checker = CallChecker(spec.n, node.dim, spec.dtype, _scratch(buffers, "states", (spec.n, node.dim)))
     calls = call_batches(spec)
     for j, (a, b) in enumerate(calls):
         sigma = sig[a:b] if j == len(calls) - 1 else float(sig[a])
@@ -170,7 +184,7 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec) -> Exactness
     states = None if m == 0 else sequence_probe(lambda j: verifier(probe[j], md[:m], mt[:m], sig[:m], rng), checker, m,
                             lambda: _numpy_rng_state(rng), _snapshot, _unchanged,
                             lambda r: _probe_states(r, m, node.dim))
-    frame = node.frame(md, mt, sig, fallback_directions(rows, node))
+    frame = node.frame(md, mt, sig, fallback_directions(rows, node), _scratch(buffers, "e", (spec.n, node.dim)))
     return counts_from_rows(node, frame, checker.states, checker.valid, checker.accepted, rows.group,
                             checker.violations, checker.messages, spec.keep, calls[-1:],
                             probe_sums(node, frame, states))
@@ -185,8 +199,9 @@ def numpy_chunk_stream(verifier, node, specs, cfg: HarnessConfig):
     :func:`rass_theory.scale.dask_backend.dask_chunk_stream`) and are picked by backend name in
     :mod:`rass_theory.scale.check` (``rt.check_exactness``), which hands them down here.
     """
+    buffers = {}
     for spec in specs:
-        yield run_chunk_numpy(verifier, node, spec)
+        yield run_chunk_numpy(verifier, node, spec, buffers)
 
 
 def resolve_chunk_stream(cfg: HarnessConfig, chunk_stream=None):

@@ -455,15 +455,17 @@ class SyntheticNode:
         return RowNodes(mu_draft, mu_target, sigma, group)
 
     @single_blas_thread()
-    def frame(self, mu_draft, mu_target, sigma, fallback_e) -> RowFrame:
+    def frame(self, mu_draft, mu_target, sigma, fallback_e, out=None) -> RowFrame:
         """The per-row frame of the inputs as the verifier received them (cast back to float64).
 
         ``fallback_e`` (the drawn direction: an ``(n, d)`` array, or a callable ``mask -> (k, d)``
         evaluated only when some row has ``mu_target == mu_draft`` exactly) is used on those rows.
+        ``out``: an ``(n, d)`` float64 buffer that becomes the frame's ``e`` (a chunk runner reuses
+        one across chunks; otherwise a new array).
         """
         md = np.asarray(mu_draft, dtype=np.float64)
         mt = np.asarray(mu_target, dtype=np.float64)
-        diff = mt - md
+        diff = np.subtract(mt, md, out=out)
         sig = np.asarray(sigma, dtype=np.float64).reshape(-1)
         norm = np.sqrt(np.einsum("nd,nd->n", diff, diff))
         zero = norm == 0
