@@ -123,7 +123,7 @@ def check_exactness(verifier, K=None, delta=None, dim=None, **options):
     ``<v_j, y>``, ``<w, y>`` by binned KS and chi-square tests; joint histograms of ``(t, r)`` and
     ``(t, <v_0, y>)``; ``sum t P z_perp`` and ``sum (t^2 - 1) P z_perp`` studentised by their exact
     covariance given the ``t`` (``chi^2`` at every ``n``, no CLT);
-    ``min(32, 2 dim)`` fixed projections by KS; far-tail counts beyond 4 and 5 sd by exact binomial tests;
+    fixed projections by KS (32 random, the coordinate axes below dim 16); far-tail counts beyond 4 and 5 sd by exact binomial tests;
     row-pair rank correlations and near-repeats within a call; the rank correlation of matched
     rows of two consecutive calls on the same nodes (``indep_calls``) and the calls-in-sequence
     contract (the generator advances, results are not overwritten by later calls, states keep
