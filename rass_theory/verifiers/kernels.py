@@ -155,8 +155,8 @@ def rank_pieces(weights, t=None) -> RankPieces:
     The selected-law ratio and the residual are :class:`rass_theory.exact.laws.RankLaw` and
     :func:`rass_theory.exact.laws.sample` (for RASS the ratio is :func:`log_rank_ratio`).
     """
-    # one law serves the ratio of every row and the residual of the rejected ones (a take: its
-    # residual-only arrays are computed on those rows only)
+    # one law serves the ratio of every row; the residual's law is built on the rejected rows
+    # (the same per-row values as a take, its residual-only arrays computed on those rows only)
     law = _engine.RankLaw(weights, t)
 
     def select(batch, u):
@@ -171,7 +171,8 @@ def rank_pieces(weights, t=None) -> RankPieces:
         delta = batch.delta_safe
         if rows is None:
             return _engine.sample(law, delta, u)
-        return _engine.sample(law.take(rows), delta[rows], u[rows])
+        sub = _engine.RankLaw(weights if weights.ndim == 1 else weights[rows], None if t is None else t[rows])
+        return _engine.sample(sub, delta[rows], u[rows])
 
     return RankPieces(select, ratio, residual)
 
