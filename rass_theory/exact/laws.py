@@ -146,12 +146,6 @@ def _coefficients(K: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _pdf_binomials(K: int):
-    """``K C(K-1, j)`` (``j < K``), correctly rounded: the coefficients of ``g/phi``."""
-    return tuple(float(K * math.comb(K - 1, j)) for j in range(K))
-
-
-@functools.lru_cache(maxsize=None)
 def _binomials(K: int):
     """``C(K, i)`` (``i <= K``), correctly rounded (``math.comb``): the coefficients of ``G - Phi``,
     where ``exp`` of ``lgamma`` differences loses ``eps lgamma(K + 1)`` (``2e-14`` at ``K = 64``);
@@ -201,7 +195,7 @@ class RankLaw:
         self.weights = w / nx.cumsum(w, -1)[..., K - 1:]
         if K <= LINEAR_K_MAX:
             #: w_j K C(K-1, j)
-            self._pdf_coef = self.weights * nx.constant(np.array(_pdf_binomials(K)), w)
+            self._pdf_coef = self.weights * nx.constant(np.exp(_coefficients(K)[0]), w)
         if self.t is not None:
             finite = nx.isfinite(self.t)
             log_P = nx.where(finite, nx.log_ndtr(nx.where(finite, self.t, nx.zeros_like(self.t))), nx.zeros_like(self.t))
@@ -537,23 +531,6 @@ _CORE = 6.5
 _CROSSING_TOL = 1e-9
 
 
-def _solve(nx, fun, a, b, rows, mask, tol=None, values=None):
-    """Roots of ``fun(x, rows)`` in ``[a, b]`` where ``mask`` (1-d); ``a`` elsewhere.
-
-    ``values``: ``(fun(a), fun(b))`` where known (the root finder then skips those two
-    evaluations).  The brackets are grid cells (``<= 0.4`` wide): on torch 4 bisections and 12
-    Illinois steps (superlinear, from ``< 0.025``) reach the tolerance."""
-    opts = dict(bisections=4, steps=12) if tol is None else dict(xrtol=tol, xatol=tol, bisections=4, steps=12)
-    idx = nx.rows_where(mask)
-    if idx is None:
-        return nx.where(mask, nx.find_root(fun, a, b, args=(rows,), values=values, **opts), a)
-    out = nx.copy(a)
-    if idx.shape[0]:
-        sub = None if values is None else tuple(v[idx] for v in values)
-        out[idx] = nx.find_root(fun, a[idx], b[idx], args=(rows[idx],), values=sub, **opts)
-    return out
-
-
 def _golden_min(nx, fun, a, b, sign, n_iter=36):
     """The minimiser of ``sign * fun`` on ``[a, b]`` (golden-section search, fixed steps).
 
@@ -636,24 +613,15 @@ def _grid_crossings(law, delta, whi, precise=False):
     with np.errstate(invalid="ignore"):
         denom = nx.where(fb == fa, nx.zeros_like(fa) + 1.0, fb - fa)
         x0 = nx.minimum(nx.maximum(flat(a) - fa * (flat(b) - flat(a)) / denom, flat(a)), flat(b))
-    idx0 = nx.rows_where(chg & nx.isfinite(fa) & nx.isfinite(fb))
-    lo_c, hi_c = flat(a), flat(b)
-    f_lo, f_hi = fa, fb                    # h at the bracket ends (grid values, then the step's)
-    if idx0 is None:
-        narrow = chg & nx.isfinite(fa) & nx.isfinite(fb)
-        h0 = hfun(nx.where(narrow, x0, lo_c), rows_f)
-        left = ((h0 > 0) == (fa > 0)) & narrow
-        right = ((h0 > 0) != (fa > 0)) & narrow
-        lo_c, hi_c = nx.where(left, x0, lo_c), nx.where(right, x0, hi_c)
-        f_lo, f_hi = nx.where(left, h0, fa), nx.where(right, h0, fb)
-    elif idx0.shape[0]:
-        h0 = hfun(x0[idx0], rows_f[idx0])
-        left = (h0 > 0) == (fa[idx0] > 0)
-        lo_c, hi_c, f_lo, f_hi = nx.copy(lo_c), nx.copy(hi_c), nx.copy(fa), nx.copy(fb)
-        lo_c[idx0] = nx.where(left, x0[idx0], lo_c[idx0])
-        hi_c[idx0] = nx.where(left, hi_c[idx0], x0[idx0])
-        f_lo[idx0] = nx.where(left, h0, fa[idx0])
-        f_hi[idx0] = nx.where(left, fb[idx0], h0)
+
+    def narrow(x0, rows, fa, fb, lo, hi):
+        h0 = hfun(x0, rows)
+        left = (h0 > 0) == (fa > 0)
+        return nx.where(left, x0, lo), nx.where(left, hi, x0), nx.where(left, h0, fa), nx.where(left, fb, h0)
+
+    # h at the bracket ends: the grid values, then the step's
+    lo_c, hi_c, f_lo, f_hi = _where_rows(nx, chg & nx.isfinite(fa) & nx.isfinite(fb), narrow,
+                                         (x0, rows_f, fa, fb, flat(a), flat(b)), (flat(a), flat(b), fa, fb))
     # the sign changes and the cells holding a jump of g: one root-finder call
     brackets = [(lo_c, hi_c, rows_f, chg, f_lo, f_hi)]
     if brk is not None:
@@ -663,18 +631,12 @@ def _grid_crossings(law, delta, whi, precise=False):
     # hidden pairs: the extremum of h between the dip's neighbours, then a root on each side
     sign = nx.where(flat(pos_cell), 1.0, -1.0)
     dmask = flat(is_dip)
-    idx = nx.rows_where(dmask)
-    if idx is None:
-        x_mid = _golden_min(nx, lambda x: hfun(x, rows_f), flat(a_prev), flat(b), sign)
-        split = dmask & ((hfun(x_mid, rows_f) > 0) != (sign > 0))
-    else:
-        x_mid = flat(a)
-        split = dmask & False
-        if idx.shape[0]:
-            x_mid, split = nx.copy(x_mid), nx.copy(split)
-            ri = rows_f[idx]
-            x_mid[idx] = _golden_min(nx, lambda x: hfun(x, ri), flat(a_prev)[idx], flat(b)[idx], sign[idx])
-            split[idx] = (hfun(x_mid[idx], ri) > 0) != (sign[idx] > 0)
+
+    def dip(a_prev, b, sign, rows):
+        x_mid = _golden_min(nx, lambda x: hfun(x, rows), a_prev, b, sign)
+        return x_mid, (hfun(x_mid, rows) > 0) != (sign > 0)
+
+    x_mid, split = _where_rows(nx, dmask, dip, (flat(a_prev), flat(b), sign, rows_f), (flat(a), dmask & False))
     x_left, x_right = _solve_sets(nx, hfun, [(flat(a_prev), x_mid, rows_f, split, None, None),
                                              (x_mid, flat(b), rows_f, split, None, None)], tol)
     inf = nx.zeros_like(x_change) + math.inf
@@ -798,15 +760,39 @@ def _break_brackets(nx, delta, brk, on, left, right, hfun):
             (t, right, rows, on & ((h_t > 0) != (h_r > 0)), h_t, h_r)]
 
 
+def _where_rows(nx, mask, fn, args, defaults):
+    """``fn(*args)`` (a tuple of arrays) where ``mask`` (1-d), ``defaults`` elsewhere: evaluated on
+    the masked elements only where indexing is free, on every element and merged with ``where``
+    on an accelerator (no host synchronisation)."""
+    idx = nx.rows_where(mask)
+    if idx is None:
+        return tuple(nx.where(mask, v, d) for v, d in zip(fn(*args), defaults))
+    out = tuple(nx.copy(d) for d in defaults)
+    if idx.shape[0]:
+        for o, v in zip(out, fn(*(x[idx] for x in args))):
+            o[idx] = v
+    return out
+
+
 def _solve_sets(nx, fun, brackets, tol):
-    """:func:`_solve` for several sets of brackets ``(a, b, rows, mask, fun(a), fun(b))`` (1-d;
-    values ``None`` where unknown) in one root-finder call; the roots of each set."""
+    """Roots of ``fun(x, rows)`` for several sets of brackets ``(a, b, rows, mask, fun(a), fun(b))``
+    (1-d; values ``None`` where unknown) in one root-finder call: per set the roots where
+    ``mask``, ``a`` elsewhere.
+
+    Known values save the root finder two evaluations.  The brackets are grid cells (``<= 0.4``
+    wide): on torch 4 bisections and 12 Illinois steps (superlinear, from ``< 0.025``) reach the
+    tolerance."""
     sizes = [x[0].shape[0] for x in brackets]
-    cat = [nx.concat([x[i] for x in brackets], 0) for i in range(4)]
+    a, b, rows, mask = (nx.concat([x[i] for x in brackets], 0) for i in range(4))
     values = None
     if all(x[4] is not None for x in brackets):
         values = tuple(nx.concat([x[i] for x in brackets], 0) for i in (4, 5))
-    roots = _solve(nx, fun, *cat, tol, values=values)
+    opts = dict(bisections=4, steps=12) if tol is None else dict(xrtol=tol, xatol=tol, bisections=4, steps=12)
+
+    def solve(a, b, rows, *values):
+        return (nx.find_root(fun, a, b, args=(rows,), values=values or None, **opts),)
+
+    (roots,) = _where_rows(nx, mask, solve, (a, b, rows) + (values or ()), (a,))
     out, start = [], 0
     for n in sizes:
         out.append(roots[start:start + n])
