@@ -1007,7 +1007,6 @@ def sample(law, delta, u):
     Phi(-delta/2) + K Phi(-delta/2) <= (K + 1) Phi(-L)``, the same bound.
     """
     nx = get_backend(delta)
-    n = delta.shape[0]
     delta = nx.cast(delta, nx.float64)
     u = nx.cast(u, nx.float64)
     # far rows (delta >= 2 L(K)): f and g overlap by at most (K + 1) Phi(-L) <= 1e-27, so the
