@@ -271,17 +271,13 @@ class RankLaw:
 
     def _pq(self, s):
         """``p = Phi(s)``, ``q`` (``Phi(-s)``, or ``Phi(t) - Phi(s)`` from the tails that do not
-        cancel, ``0`` at ``s >= t``) and the mask ``s < t`` (``None`` for RASS).
-
-        One ``ndtr``: the smaller of ``Phi(s)``, ``Phi(-s)`` from its own tail, the other one
-        ``1 -`` it (relative error ``eps``: it is ``>= 1/2``)."""
+        cancel, ``0`` at ``s >= t``) and the mask ``s < t`` (``None`` for RASS); ``Phi(t)``,
+        ``Phi(-t)`` are the law's per-row constants."""
         nx = self.nx
-        upper = s > 0
-        tail = nx.ndtr(-nx.abs(s))
-        p = nx.where(upper, 1.0 - tail, tail)
+        p, upper_tail = nx.ndtr(s), nx.ndtr(-s)
         if self.t is None:
-            return p, nx.where(upper, tail, 1.0 - tail), None
-        q = nx.where(upper, tail - self._Qt[:, None], self._Pt[:, None] - tail)
+            return p, upper_tail, None
+        q = nx.where(s > 0, upper_tail - self._Qt[:, None], self._Pt[:, None] - p)
         return p, nx.maximum(q, 0.0), s < self.t[:, None]
 
     def _log_pq(self, s):
