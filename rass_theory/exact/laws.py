@@ -48,7 +48,7 @@ from rass_theory.exact._window import half_width
 
 __all__ = ["SelectedLaw", "RankLaw", "rank_law", "threshold_law", "PolicyLaw", "DGRSLaw", "sample",
            "residual_intervals", "residual_mass",
-           "shift_difference", "grid_spacing", "RESIDUAL_BLOCK"]
+           "shift_difference", "cdf_difference", "grid_spacing", "RESIDUAL_BLOCK"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _SQRT1_2 = math.sqrt(0.5)
@@ -107,6 +107,16 @@ def shift_difference(nx, x, delta):
     """
     half = 0.5 * delta
     return -centered_mass(nx, x - half, half + nx.zeros_like(x))
+
+
+def cdf_difference(law, x, delta):
+    """``D(x) = F(x) - G(x) = [Phi(x - delta) - Phi(x)] - [G(x) - Phi(x)]`` at points ``x (n,)``,
+    point ``i`` on row ``i`` of ``law`` (or of one shared law) with displacement ``delta[i]``.
+
+    The residual's unnormalised CDF on an interval where ``f > g``: both brackets keep relative
+    accuracy in the tails (:func:`shift_difference`, ``law.cdf_excess``; ``proofs/P7-selected-law.md``).
+    """
+    return shift_difference(law.nx, x, delta) - law.cdf_excess(x[:, None])[:, 0]
 
 
 def _log1mexp(nx, x):
@@ -816,9 +826,8 @@ def _intervals(law, delta, whi, precise=False):
         D = nx.zeros_like(bounds)
         flat_rows = idx // (c + 2)
         x = bounds.reshape(-1)[idx]
-        vals = shift_difference(nx, x, delta[flat_rows]) - law.take(flat_rows).cdf_excess(x[:, None])[:, 0]
         D = D.reshape(-1)
-        D[idx] = vals
+        D[idx] = cdf_difference(law.take(flat_rows), x, delta[flat_rows])
         D = D.reshape(r, c + 2)
     mass = nx.where(positive, nx.maximum(D[:, 1:] - D[:, :-1], 0.0), nx.zeros_like(D[:, 1:]))
     return bounds, positive, mass, D
@@ -860,8 +869,7 @@ def _sample_block(law, delta, u):
     a = nx.minimum(nx.maximum(a, wlo), whi)
     b = nx.minimum(nx.maximum(b, a), whi)
     def excess(x, j):
-        dj = delta[j]
-        return shift_difference(nx, x, dj) - law.take(j).cdf_excess(x[:, None])[:, 0] - Da[j] - rest[j]
+        return cdf_difference(law.take(j), x, delta[j]) - Da[j] - rest[j]
 
     rows = nx.arange(delta.shape[0], delta)
     # a narrow bracket: f - g <= f, so the residual CDF grows slower than F and the root is at

@@ -37,7 +37,7 @@ from scipy.special import betainc, gammaln, log_ndtr, ndtr
 
 from rass_theory.exact._window import window as default_window
 from rass_theory.backend import NUMPY
-from rass_theory.exact.laws import rank_law, residual_intervals, shift_difference
+from rass_theory.exact.laws import cdf_difference, rank_law, residual_intervals
 from rass_theory.exact.normal import interval_mass as normal_mass, log_phi
 
 __all__ = [
@@ -411,8 +411,7 @@ def _roots_and_signs(bounds, positive):
 def _excess_tv(law, roots, delta: float, signs) -> float:
     """``TV = sum of D(b) - D(a)`` over the intervals of ``A`` between ``roots``, with
     ``D = F - G`` in excess form (:func:`rass_theory.exact.laws.residual_intervals`, Notes)."""
-    D = np.concatenate([[0.0], shift_difference(NUMPY, roots, float(delta))
-                        - law.cdf_excess(roots[:, None])[:, 0], [0.0]])
+    D = np.concatenate([[0.0], cdf_difference(law, roots, np.full(roots.shape, float(delta))), [0.0]])
     return float(np.maximum(np.diff(D), 0.0)[np.asarray(signs, dtype=bool)].sum())
 
 
