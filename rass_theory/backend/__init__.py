@@ -13,7 +13,7 @@ with one meaning on both back ends:
   per-iteration framework; per-element convergence and status), torch with fixed
   iteration counts (bisection, then Illinois steps) and no host synchronisation;
 - indexing: ``argsort`` (stable), ``take_along`` (``x[i, idx[i]]``), ``take_rows`` (copies of
-  ``children[i, idx[i]]``, bit for bit), ``gather`` (``x[i, idx[i, j]]``), ``first_true``,
+  ``children[i, idx[i]]``, bit for bit), ``gather`` (``x[i, idx[i, j]]``), ``first_true``, ``row_slots``,
   ``count_below``, ``rows_where`` and ``unique_rows`` (the indices of a mask / the distinct rows,
   or ``None`` on an accelerator, where reading them would synchronise the device with the
   host), ``add_rows``, ``copy``, ``cast``, ``is_float32``, ``concat``, ``stack``;

@@ -262,18 +262,40 @@ class NumpyBackend:
         """
         n, m = mask.shape
         count = min(int(count), m)
-        r_idx, c_idx = np.nonzero(mask)
-        counts = np.count_nonzero(mask, axis=1)
-        rank = np.arange(r_idx.size) - np.repeat(np.cumsum(counts) - counts, counts)
-        keep = rank < count
-        out = np.empty((n, count), dtype=np.int64)
-        out[:] = np.argmin(mask, axis=1)[:, None]
-        out[r_idx[keep], rank[keep]] = c_idx[keep]
+        out, _, _ = NumpyBackend.row_slots(*np.nonzero(mask), n, count)
+        pad = np.arange(count)[None, :] >= np.count_nonzero(mask, axis=1)[:, None]
+        out[pad] = np.broadcast_to(np.argmin(mask, axis=1)[:, None], out.shape)[pad]
         return out
 
     @staticmethod
+    def row_slots(rows, cols, n: int, count: int, flags=None):
+        """The first ``count`` columns of each row from ``(row, col)`` pairs sorted by row, then col.
+
+        Returns ``(cell (n, count), valid (n, count), flag (n, count))``: the columns in order,
+        padded with 0; whether a slot holds a pair; ``flags`` at the pairs (``False`` padding;
+        ``None`` without flags).
+        """
+        counts = np.bincount(rows, minlength=n)
+        rank = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        keep = rank < count
+        r, k = rows[keep], rank[keep]
+        cell = np.zeros((n, count), dtype=np.int64)
+        cell[r, k] = cols[keep]
+        valid = np.zeros((n, count), dtype=bool)
+        valid[r, k] = True
+        flag = None
+        if flags is not None:
+            flag = np.zeros((n, count), dtype=bool)
+            flag[r, k] = flags[keep]
+        return cell, valid, flag
+
+    @staticmethod
     def count_below(sorted_rows, values):
-        """``#{j : sorted_rows[i, j] < values[i]}`` per row (``sorted_rows`` ascending per row)."""
+        """``#{j : sorted_rows[i, j] < values[i]}`` per row (``sorted_rows`` ascending per row;
+        one shared row ``(1, m)`` is searched by bisection)."""
+        if sorted_rows.shape[0] == 1 and values.ndim == 1:
+            below = np.searchsorted(sorted_rows[0], values, side="left")
+            return np.where(values == values, below, 0)          # NaN is below nothing
         return np.count_nonzero(sorted_rows < values[:, None], axis=1)
 
     @staticmethod

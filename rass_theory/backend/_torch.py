@@ -133,6 +133,25 @@ class TorchBackend:
         return torch.sort(idx, dim=1).values
 
     @staticmethod
+    def row_slots(rows, cols, n: int, count: int, flags=None):
+        """The first ``count`` columns of each row from ``(row, col)`` pairs sorted by row, then
+        col: ``(cell, valid, flag)`` as in the NumPy back end (called where indexing is free)."""
+        counts = torch.bincount(rows, minlength=n)
+        rank = torch.arange(rows.shape[0], device=rows.device) - torch.repeat_interleave(
+            torch.cumsum(counts, 0) - counts, counts)
+        keep = rank < count
+        r, k = rows[keep], rank[keep]
+        cell = torch.zeros((n, count), dtype=torch.int64, device=rows.device)
+        cell[r, k] = cols[keep]
+        valid = torch.zeros((n, count), dtype=torch.bool, device=rows.device)
+        valid[r, k] = True
+        flag = None
+        if flags is not None:
+            flag = torch.zeros((n, count), dtype=torch.bool, device=rows.device)
+            flag[r, k] = flags[keep]
+        return cell, valid, flag
+
+    @staticmethod
     def count_below(sorted_rows, values):
         return (sorted_rows < values[:, None]).sum(dim=1)
 

@@ -15,7 +15,7 @@ The protocol (:class:`SelectedLaw`) a law implements for :func:`sample`:
 - ``take(rows)``: the law of the given rows (a shared law returns itself);
 - ``keys()``: a float64 ``(r, c)`` array identifying each row's law (rows with equal keys have
   the same law), or ``None`` for a shared law;
-- optional ``log_ratio_grid(grid)``: ``log(g/phi)`` of every row on one shared 1-d grid,
+- optional ``log_ratio_grid(grid)``: ``log(g/phi)`` of every row on one shared ascending grid,
   ``(r, m)`` (a faster form of ``log_ratio``; default: ``log_ratio`` broadcast);
 - optional ``breaks()``: ``(r,)`` points where ``g`` may jump (a threshold), or ``None``; the
   grid cell holding a break is split there and the jump itself is a crossing candidate;
@@ -417,7 +417,7 @@ class RankLaw:
         return [None] + [pp[i] * qq[K - i] for i in range(1, K)], p, below
 
     def log_ratio_grid(self, grid):
-        """``log(g/phi)`` of every row on one shared grid ``(m,)`` as a matrix product.
+        """``log(g/phi)`` of every row on one shared ascending grid ``(m,)`` as a matrix product.
 
         The scaled basis ``K C(K-1, j) p^j q^(K-1-j) / M(s)`` (``M`` its largest entry at ``s``)
         is built once on the grid, so every row costs one ``(K,) x (K, m)`` product.  Threshold
@@ -448,7 +448,13 @@ class RankLaw:
         if K > LINEAR_K_MAX:
             return self.log_ratio(grid[None, :] + nx.zeros_like(self.t)[:, None])
         p, Q = nx.ndtr(grid)[None, :], nx.ndtr(-grid)[None, :]
-        q = nx.maximum(nx.where(grid[None, :] > 0, Q - self._Qt[:, None], self._Pt[:, None] - p), 0.0)
+        right = nx.rows_where(grid > 0)                    # the grid ascends: a suffix
+        if right is None:
+            q = nx.where(grid[None, :] > 0, Q - self._Qt[:, None], self._Pt[:, None] - p)
+        else:
+            j0 = int(right[0]) if right.shape[0] else grid.shape[0]
+            q = nx.concat([self._Pt[:, None] - p[:, :j0], Q[:, j0:] - self._Qt[:, None]], 1)
+        q = nx.maximum(q, 0.0)
         return self._linear_log_ratio(grid[None, :], p, q, grid[None, :] < self.t[:, None])
 
 
@@ -695,16 +701,14 @@ def _scan_rows(law, delta, whi, s2, C):
         k_brk = nx.clip(k_brk, 0, s2.shape[1] - 2)
         split = (on, k_brk)
         brk_left, brk_right = pick(k_brk[:, None])[:, 0], pick(k_brk[:, None] + 1)[:, 0]
-    events, dip = _scan_events(nx, h, pos, s2, whi, split)
-    cell = nx.first_true(events, C)                        # (r, C)
-    valid = nx.gather(events, cell)
+    cell, valid, is_dip = _scan_events(nx, h, pos, s2, whi, split, C)
     return (cell, pick(cell), pick(cell + 1), pick(nx.maximum(cell - 1, 0)), nx.gather(h, cell),
-            nx.gather(h, cell + 1), valid, nx.gather(dip, cell) & valid, nx.gather(pos, cell), pos[:, 0],
+            nx.gather(h, cell + 1), valid, is_dip, nx.gather(pos, cell), pos[:, 0],
             on, brk_left, brk_right)
 
 
-def _scan_events(nx, h, pos, s2, whi, split):
-    """The grid cells ``(r, m - 1)`` that hold a crossing candidate, and which of them are dips.
+def _scan_events(nx, h, pos, s2, whi, split, C):
+    """The first ``C`` grid cells per row that hold a crossing candidate, and which are dips.
 
     A cell is an event when its left end lies in the row's window and either ``h`` changes sign
     across it or its left end is a dip: a discrete local minimum of ``|h|`` without a sign
@@ -712,9 +716,12 @@ def _scan_events(nx, h, pos, s2, whi, split):
     (the only way the grid can step over a pair of crossings).  ``split = (on, k)``: row ``i``'s
     cell ``k[i]`` holds a jump of ``g`` and is no event where ``on[i]`` (it is searched apart).
 
+    Returns ``(cell, valid, dip)``, each ``(r, C)``: the event cells in column order, whether
+    the slot holds an event (padding slots hold cell 0) and whether it is a dip.
+
     Where indexing is free the dip and window conditions are evaluated only at the sign
     changes and the local minima of ``|h|`` (a few per row), not on the whole grid; on an
-    accelerator every cell is evaluated (no host synchronisation).  Both give the same masks.
+    accelerator every cell is evaluated (no host synchronisation).  Both give the same events.
     """
     change = pos[:, 1:] != pos[:, :-1]
     ah = nx.abs(h)
@@ -733,7 +740,9 @@ def _scan_events(nx, h, pos, s2, whi, split):
             on, k_brk = split
             col = nx.arange(s2.shape[1] - 1, whi)
             events = events & ~(on[:, None] & (col[None, :] == k_brk[:, None]))
-        return events, dip
+        cell = nx.first_true(events, C)
+        valid = nx.gather(events, cell)
+        return nx.where(valid, cell, 0 * cell), valid, nx.gather(dip, cell) & valid
     m1 = change.shape[1]
     i, k = idx // m1, idx % m1
     left = s2[0][k] if s2.shape[0] == 1 else s2[i, k]
@@ -747,10 +756,8 @@ def _scan_events(nx, h, pos, s2, whi, split):
     if split is not None:
         on, k_brk = split
         keep = keep & ~(on[i] & (k == k_brk[i]))
-    events, dip = cand & False, cand & False
-    events.reshape(-1)[idx[keep]] = True
-    dip.reshape(-1)[idx[keep & is_dip]] = True
-    return events, dip
+    cell, valid, slot_dip = nx.row_slots(i[keep], k[keep], h.shape[0], C, is_dip[keep])
+    return cell, valid, slot_dip
 
 
 def _break_brackets(nx, delta, brk, on, left, right, hfun):

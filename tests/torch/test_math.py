@@ -144,3 +144,35 @@ class TestFrame:
         assert np.all(np.isfinite(bt.delta.numpy()))
         np.testing.assert_allclose(bt.delta.numpy(), bn.delta, rtol=1e-15, atol=0)
         np.testing.assert_allclose(bt.direction.numpy(), bn.direction, rtol=0, atol=1e-16)
+
+
+class TestIndexing:
+    def test_row_slots_and_first_true_match_a_loop_on_both_backends(self):
+        rng = np.random.default_rng(11)
+        mask = rng.random((40, 25)) < 0.15
+        mask[3] = False                                   # a row without True entries
+        mask[5] = True                                    # a row with more than `count`
+        flags = rng.random(mask.shape) < 0.5
+        rows, cols = np.nonzero(mask)
+        for nx, conv in ((NUMPY, np.asarray), (TORCH, torch.as_tensor)):
+            cell, valid, flag = (np.asarray(x) for x in nx.row_slots(
+                conv(rows), conv(cols), 40, 4, conv(flags[rows, cols])))
+            first = np.asarray(nx.first_true(conv(mask), 4))
+            for i in range(40):
+                want = np.flatnonzero(mask[i])[:4]
+                k = want.size
+                assert valid[i, :k].all() and not valid[i, k:].any()
+                np.testing.assert_array_equal(cell[i, :k], want)
+                assert (cell[i, k:] == 0).all()
+                np.testing.assert_array_equal(flag[i, :k], flags[i, want])
+                assert not flag[i, k:].any()
+                hit = mask[i, first[i]]                       # padding: False entries
+                np.testing.assert_array_equal(np.sort(first[i][hit]), want)
+
+    def test_count_below_a_shared_row_equals_the_row_wise_count(self):
+        grid = np.linspace(-3.0, 3.0, 61)[None, :]
+        values = np.array([-np.inf, -3.0, -2.95, 0.0, 0.05, 3.0, 3.5, np.inf, np.nan])
+        want = np.array([(grid[0] < v).sum() for v in values])
+        np.testing.assert_array_equal(NUMPY.count_below(grid, values), want)
+        np.testing.assert_array_equal(NUMPY.count_below(np.repeat(grid, values.size, 0), values), want)
+        np.testing.assert_array_equal(TORCH.count_below(torch.as_tensor(grid), torch.as_tensor(values)).numpy(), want)
