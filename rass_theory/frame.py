@@ -41,18 +41,20 @@ def degenerate_tolerance(dtype=np.float64) -> float:
     return _DEGENERATE_TOL
 
 
-def validate_node_inputs(children, mu_draft, mu_target, sigma, *, finite_children: bool = True):
+def validate_node_inputs(children, mu_draft, mu_target, sigma, *, finite_children: bool = True,
+                         finite_means: bool = True):
     """Check the verifier contract's inputs and return them as float arrays.
 
     Returns ``children (n, K, d)``, ``mu_draft (n, d)``, ``mu_target (n, d)``, ``sigma (n,)``.
     Raises ``ValueError``/``TypeError`` naming the offending argument.  The finiteness test is
     one reduction per array (no boolean temporary the size of ``children``), so the verifiers'
     hot path can afford it.  ``finite_children=False`` leaves the finiteness of ``children`` to
-    the caller (:func:`check_finite` of their projection: every entry enters it).
+    the caller (:func:`check_finite` of their projection: every entry enters it);
+    ``finite_means=False`` that of the means (:meth:`Rank1Frame.from_means` checks them).
     """
     children = _check_real_array(children, "children", 3, finite=finite_children)
-    mu_draft = _check_real_array(mu_draft, "mu_draft", 2)
-    mu_target = _check_real_array(mu_target, "mu_target", 2)
+    mu_draft = _check_real_array(mu_draft, "mu_draft", 2, finite=finite_means)
+    mu_target = _check_real_array(mu_target, "mu_target", 2, finite=finite_means)
     n, K, d = children.shape
     if K < 1:
         raise ValueError("children must hold at least one child per node (K >= 1)")
@@ -133,7 +135,7 @@ class Rank1Frame:
         inputs' dtype.  See ``proofs/P1-rank1-reduction.md``.
         """
         mu_draft = _as_real_matrix(mu_draft, "mu_draft")
-        mu_target = _as_real_matrix(mu_target, "mu_target")
+        mu_target = _as_real_matrix(mu_target, "mu_target", finite=False)   # checked through diff
         if mu_target.shape != mu_draft.shape:
             raise ValueError(f"mu_target must have the shape of mu_draft {mu_draft.shape}, got {mu_target.shape}")
         dtype = np.float64  # float32 means are exact in float64: one frame, one tolerance
@@ -143,6 +145,8 @@ class Rank1Frame:
         with np.errstate(over="ignore", invalid="ignore"):
             finite = np.isfinite(np.add.reduce(diff, axis=None)) or np.all(np.isfinite(diff))
         if not finite:
+            # mu_draft is finite: diff is not only where mu_target is not, or where it overflowed
+            check_finite(mu_target, "mu_target")
             raise ValueError("mu_target - mu_draft overflows the dtype; rescale the means")
         with np.errstate(over="ignore", under="ignore"):
             norm = np.sqrt(np.einsum("nd,nd->n", diff, diff))
@@ -217,13 +221,13 @@ class Rank1Frame:
             f"got {s.shape} and {z_perp.shape}")
 
 
-def _as_real_matrix(value, name: str) -> np.ndarray:
+def _as_real_matrix(value, name: str, finite: bool = True) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     if arr.ndim != 2:
         raise ValueError(f"{name} must have shape (n, d), got shape {arr.shape}")
-    return _check_real_array(arr, name, 2)
+    return _check_real_array(arr, name, 2, finite=finite)
 
 
 def _as_sigma(sigma, n: int, dtype) -> np.ndarray:

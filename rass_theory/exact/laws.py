@@ -284,10 +284,14 @@ class RankLaw:
         cancel, ``0`` at ``s >= t``) and the mask ``s < t`` (``None`` for RASS); ``Phi(t)``,
         ``Phi(-t)`` are the law's per-row constants."""
         nx = self.nx
-        p, upper_tail = nx.ndtr(s), nx.ndtr(-s)
         if self.t is None:
-            return p, upper_tail, None
-        q = nx.where(s > 0, upper_tail - self._Qt[:, None], self._Pt[:, None] - p)
+            return nx.ndtr(s), nx.ndtr(-s), None
+        # one tail per point: Phi(-|s|), the smaller of p and 1 - p, with relative accuracy; the
+        # larger one is 1 minus it (>= 1/2, so also to relative accuracy eps)
+        upper = s > 0
+        small = nx.ndtr(nx.where(upper, -s, s))
+        p = nx.where(upper, 1.0 - small, small)
+        q = nx.where(upper, small - self._Qt[:, None], self._Pt[:, None] - small)
         return p, nx.maximum(q, 0.0), s < self.t[:, None]
 
     def _log_pq(self, s):

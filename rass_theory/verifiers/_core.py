@@ -50,8 +50,9 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None,
         if get_backend(value).name == "torch":
             raise TypeError(f"children must be a torch.Tensor when {name} is one (pass NumPy arrays or torch "
                             f"tensors, not both)")
+    # the means' finiteness is checked by the frame (mu_draft, then mu_target through the difference)
     children, mu_draft, mu_target, sig = validate_node_inputs(children, mu_draft, mu_target, sigma,
-                                                              finite_children=not project)
+                                                              finite_children=not project, finite_means=False)
     if K is not None and children.shape[1] != K:
         raise ValueError(f"children must have K = {K} child(ren) per node for this verifier, "
                          f"got shape {children.shape}")
