@@ -110,69 +110,6 @@ def _log_g(seg: Segment, w_log: np.ndarray, s: np.ndarray) -> np.ndarray:
     return logsumexp_rows(lc)
 
 
-def _grid(lo: float, hi: float, spacing: float, delta: float) -> np.ndarray:
-    """Bracketing grid: ``spacing`` on the bulk ``[-7, delta + 7]``, 5x coarser in the far tails
-    (where ``f`` and every order statistic have mass < K 1.3e-12 and crossings are rare; pairs
-    hidden in one cell are still caught by the local-extremum check of :func:`_brackets`)."""
-    core_lo, core_hi = max(lo, -7.0), min(hi, max(delta, 0.0) + 7.0)
-    if core_lo >= core_hi:
-        n = max(int(np.ceil((hi - lo) / (5 * spacing))) + 1, 17)
-        return np.linspace(lo, hi, n)
-    parts = []
-    if lo < core_lo:
-        parts.append(np.linspace(lo, core_lo, max(int(np.ceil((core_lo - lo) / (5 * spacing))) + 1, 2))[:-1])
-    parts.append(np.linspace(core_lo, core_hi, max(int(np.ceil((core_hi - core_lo) / spacing)) + 1, 17)))
-    if hi > core_hi:
-        parts.append(np.linspace(core_hi, hi, max(int(np.ceil((hi - core_hi) / (5 * spacing))) + 1, 2))[1:])
-    return np.concatenate(parts)
-
-
-def _brackets(fun, grid: np.ndarray, rv: np.ndarray):
-    """Brackets of the sign changes of ``r`` on ``grid``, including pairs of crossings hidden
-    inside one cell (detected at discrete local extrema of ``r`` whose parabolic vertex, or the
-    exact value there, has the opposite sign)."""
-    pos = rv > 0
-    change = np.nonzero(pos[1:] != pos[:-1])[0]
-    x0 = [grid[change]]
-    x1 = [grid[change + 1]]
-    r0 = [rv[change]]
-    r1 = [rv[change + 1]]
-    if grid.size >= 3:
-        d1 = rv[1:-1] - rv[:-2]
-        d2 = rv[2:] - rv[1:-1]
-        i = np.nonzero((d1 * d2 < 0) & np.isfinite(d1) & np.isfinite(d2)
-                       & (pos[:-2] == pos[1:-1]) & (pos[1:-1] == pos[2:]))[0] + 1
-        if i.size:
-            h = 0.5 * (grid[i + 1] - grid[i - 1])
-            curv = rv[i + 1] - 2 * rv[i] + rv[i - 1]
-            shift = 0.5 * h * (rv[i - 1] - rv[i + 1]) / np.where(curv != 0, curv, 1.0)
-            shift = np.clip(shift, -h, h)
-            xv = grid[i] + shift
-            vv = rv[i] - 0.25 * (rv[i - 1] - rv[i + 1]) * shift / h
-            cand = (np.sign(vv) != np.sign(rv[i])) | (np.abs(vv) < 1e-3 * (np.abs(rv[i]) + 1e-12) + 1e-9)
-            if np.any(cand):
-                i, xv = i[cand], xv[cand]
-                # locate the extremum more precisely (a few golden steps on |r| would also do)
-                h = h[cand]
-                xs = np.stack([xv - h / 4, xv, xv + h / 4], axis=1)
-                xs = np.clip(xs, grid[i - 1][:, None], grid[i + 1][:, None])
-                rs = fun(xs.ravel()).reshape(xs.shape)
-                k = np.argmin(np.abs(rs), axis=1)
-                xm = xs[np.arange(i.size), k]
-                rmv = rs[np.arange(i.size), k]
-                hidden = np.sign(rmv) != np.sign(rv[i])
-                if np.any(hidden):
-                    i, xm, rmv = i[hidden], xm[hidden], rmv[hidden]
-                    lo_i = np.where(xm <= grid[i], i - 1, i)
-                    x0 += [grid[lo_i], xm]
-                    x1 += [xm, grid[lo_i + 1]]
-                    r0 += [rv[lo_i], rmv]
-                    r1 += [rmv, rv[lo_i + 1]]
-    x0 = np.concatenate(x0); x1 = np.concatenate(x1); r0 = np.concatenate(r0); r1 = np.concatenate(r1)
-    order = np.argsort(x0)
-    return x0[order], x1[order], r0[order], r1[order]
-
-
 def _r(seg: Segment, w_log: np.ndarray, delta: float, s: np.ndarray) -> np.ndarray:
     """``log f - log g_w``; ``+inf`` where ``g_w = 0``."""
     lg = _log_g(seg, w_log, s)
@@ -182,30 +119,102 @@ def _r(seg: Segment, w_log: np.ndarray, delta: float, s: np.ndarray) -> np.ndarr
     return np.where(np.isneginf(lg), np.inf, r)
 
 
-def _segment_crossings(rfun, glo, ghi, hi, spacing, delta):
-    """Crossings of ``r = rfun`` on ``[glo, ghi]`` and the sign of ``r`` on each piece between them."""
-    grid = _grid(glo, ghi, spacing, delta)
-    # stay strictly inside open ends so one-sided limits are used at breakpoints
-    if np.isfinite(hi) and ghi == hi:
-        grid[-1] = np.nextafter(hi, -np.inf)
-    rv = rfun(grid)
-    x0s, x1s, r0s, r1s = _brackets(rfun, grid, rv)
-    roots = list(np.sort(NUMPY.find_root(rfun, x0s, x1s))) if x0s.size else []
-    # sign on each piece: left end, midpoints between roots, right end
-    if roots:
-        mids = np.concatenate([[0.5 * (grid[0] + roots[0]) if roots[0] > grid[0] else grid[0]],
-                               0.5 * (np.asarray(roots[:-1]) + np.asarray(roots[1:])),
-                               [0.5 * (roots[-1] + grid[-1]) if roots[-1] < grid[-1] else grid[-1]]])
-        rm = rfun(mids)
-        signs = [bool(x > 0) for x in rm]
-        # the outermost pieces take the sign at the window ends when those are nonzero
-        if rv[0] != 0:
-            signs[0] = bool(rv[0] > 0)
-        if rv[-1] != 0:
-            signs[-1] = bool(rv[-1] > 0)
-    else:
-        signs = [bool(rv[0] > 0)]
-    return roots, signs
+class _PiecewiseLaw:
+    """``g_w`` of consecutive segments as a protocol law of :mod:`rass_theory.exact.laws` (NumPy).
+
+    Every row is the same law; row ``i`` announces one finite segment boundary ``breaks[i]``
+    (``+inf``: none), so the engine's scan splits the grid cell holding it and brackets the
+    crossings on each side of it apart (a jump of ``g`` there is a crossing where ``f - g``
+    changes sign across it).  ``log_ratio = log g_w - log phi``, ``cdf_excess = G_w - Phi``
+    (absolute accuracy; :func:`evaluate_tv` sums its masses from the segments' own forms).
+    """
+
+    unblocked = True
+
+    def __init__(self, segments, w, K: int, spacing: float, breaks: np.ndarray):
+        self.nx, self.K, self.spacing = NUMPY, int(K), float(spacing)
+        self._segments, self._w, self._brk = segments, w, breaks
+        with np.errstate(divide="ignore"):
+            self._w_log = np.log(w)
+        self._starts = np.array([float(seg.lo) for seg in segments[1:]])
+
+    def take(self, rows) -> "_PiecewiseLaw":
+        out = object.__new__(_PiecewiseLaw)
+        out.__dict__.update(self.__dict__, _brk=self._brk[rows])
+        return out
+
+    def keys(self):
+        return self._brk[:, None]
+
+    def breaks(self):
+        return self._brk
+
+    def _by_segment(self, s, fn):
+        s = np.asarray(s, dtype=np.float64)
+        flat = s.reshape(-1)
+        out = np.zeros(flat.size)
+        k = np.searchsorted(self._starts, flat, side="right")
+        for i, seg in enumerate(self._segments):
+            m = k == i
+            if np.any(m):
+                out[m] = fn(seg, flat[m])
+        return out.reshape(s.shape), s
+
+    def log_ratio(self, s):
+        lg, s = self._by_segment(s, lambda seg, x: _log_g(seg, self._w_log, x))
+        return lg - log_phi(s)
+
+    def log_ratio_grid(self, grid):
+        """``log_ratio`` on one shared grid ``(m,)``: computed once, the same for every row."""
+        return np.broadcast_to(self.log_ratio(grid), (self._brk.size, np.shape(grid)[0]))
+
+    def cdf_excess(self, s):
+        s = np.asarray(s, dtype=np.float64)
+        G = np.zeros(s.shape)
+        for seg in self._segments:
+            inside = s > seg.lo
+            if np.any(inside):
+                a = np.full(int(inside.sum()), float(seg.lo))
+                b = np.minimum(s[inside], seg.hi)
+                G[inside] += seg.component_masses(a, b) @ self._w + seg.fixed_masses(a, b)
+        return G - ndtr(s)
+
+
+def _engine_pieces(segments, w, delta: float, K: int, spacing: float):
+    """Crossings of ``f`` and ``g_w`` in each segment and the sign of ``f - g_w`` on each piece.
+
+    The one crossing search, :func:`rass_theory.exact.laws.residual_intervals` (precise roots)
+    of :class:`_PiecewiseLaw`, one row per finite boundary; row ``i`` serves the stretch of the
+    line between the midpoints of its boundary and its neighbours'.  Returns per segment
+    ``(roots, signs)``: the crossings strictly inside it, ascending, and the sign on each piece
+    between ``[lo] + roots + [hi]`` (read from the engine's intervals at the piece's midpoint).
+    """
+    ends = sorted({float(x) for seg in segments for x in (seg.lo, seg.hi) if np.isfinite(x)})
+    brk = np.array(ends if ends else [np.inf])
+    # the engine keeps the first K' + 2 sign events of a row: K' = n (K + 2) leaves K + 2 to each of
+    # n segments; its window [-L, max(delta, sqrt(2 log K')) + L] holds the one of K (P7)
+    law = _PiecewiseLaw(segments, w, len(segments) * (K + 2), spacing, brk)
+    bounds, positive, _ = residual_intervals(law, np.full(brk.size, float(delta)))
+    cuts = 0.5 * (brk[1:] + brk[:-1])                  # row i serves [cuts[i-1], cuts[i])
+
+    def row_of(x):
+        return int(np.searchsorted(cuts, x, side="right"))
+
+    def sign_at(x):
+        i = row_of(x)
+        return bool(positive[i, int(np.searchsorted(bounds[i], x, side="right")) - 1])
+
+    pieces = []
+    for seg in segments:
+        lo, hi = float(seg.lo), float(seg.hi)
+        roots = sorted(float(c) for i in range(brk.size) for c in bounds[i, 1:-1]
+                       if lo < c < hi and np.isfinite(c) and row_of(c) == i)
+        pts = [lo] + roots + [hi]
+        reps = [0.5 * (a + b) if np.isfinite(a) and np.isfinite(b) else
+                (b - 1.0 if np.isfinite(b) else (a + 1.0 if np.isfinite(a) else 0.0))
+                for a, b in zip(pts[:-1], pts[1:])]
+        pieces.append((roots, [sign_at(x) for x in reps]))
+    return pieces
 
 
 def evaluate_tv(
@@ -249,7 +258,6 @@ def evaluate_tv(
     J = w.size
     with np.errstate(divide="ignore"):
         w_log = np.log(w)
-    lo_w, hi_w = window
     a_list: list[float] = []   # interval ends of A
     b_list: list[float] = []
     seg_of_interval: list[int] = []
@@ -257,33 +265,15 @@ def evaluate_tv(
     ac_b: list[float] = []
     ac_seg: list[int] = []
     crossings: list[tuple[int, float]] = []
-    sign_funs = []
     engine_tv = None
-    for k, seg in enumerate(segments):
-        custom = seg.sign_function(w, delta) if hasattr(seg, "sign_function") else None
-        if custom is None:
-            rfun = (lambda sg: (lambda x: _r(sg, w_log, delta, np.asarray(x, dtype=np.float64))))(seg)
-            scale = (lambda x: np.exp(log_phi(x - delta)))
-        else:
-            rfun, scale = custom
-        sign_funs.append((rfun, scale))
-        lo, hi = float(seg.lo), float(seg.hi)
-        glo, ghi = max(lo, lo_w), min(hi, hi_w)
-        if hasattr(seg, "intervals"):
-            # the segment has its own crossing engine (RASS: rass_theory.exact.batch)
-            roots, signs, engine_tv = seg.intervals(w, delta, window, known_crossings)
-            roots = list(roots)
-        elif glo >= ghi:
-            # segment lies outside the window: sign from its midpoint-ish representative
-            rep = np.array([min(max(lo_w, lo), hi) if np.isfinite(lo) else hi - 1.0])
-            pos = bool(rfun(rep)[0] > 0)
-            (a_list if pos else ac_a).append(lo)
-            (b_list if pos else ac_b).append(hi)
-            (seg_of_interval if pos else ac_seg).append(k)
-            continue
-        else:
-            roots, signs = _segment_crossings(rfun, glo, ghi, hi, spacing, delta)
-        ends = [lo] + roots + [hi]
+    if len(segments) == 1 and hasattr(segments[0], "intervals"):
+        # RASS: the engine's rank law, with its own polish at small delta (RankSegment.intervals)
+        roots, signs, engine_tv = segments[0].intervals(w, delta, window, known_crossings)
+        pieces = [(list(roots), signs)]
+    else:
+        pieces = _engine_pieces(segments, w, delta, int(getattr(segments[0], "K", J)), spacing)
+    for k, (seg, (roots, signs)) in enumerate(zip(segments, pieces)):
+        ends = [float(seg.lo)] + list(roots) + [float(seg.hi)]
         for (x0, x1, sg) in zip(ends[:-1], ends[1:], signs):
             if sg:
                 a_list.append(x0); b_list.append(x1); seg_of_interval.append(k)
@@ -308,7 +298,7 @@ def evaluate_tv(
     fAc = float(normal_mass(np.array(ac_a) - delta, np.array(ac_b) - delta).sum()) if ac_a else 0.0
     gA = float(grad @ w) + float(fixed.sum())
     acceptance = min(max(fAc + gA, 0.0), 1.0)
-    tv = min(max(fA - gA if engine_tv is None or len(segments) > 1 else engine_tv, 0.0), 1.0)
+    tv = min(max(fA - gA if engine_tv is None else engine_tv, 0.0), 1.0)
 
     H = None
     if hessian:
@@ -317,7 +307,8 @@ def evaluate_tv(
             cs = np.array([c for kk, c in crossings if kk == k])
             if cs.size == 0:
                 continue
-            rfun, scale = sign_funs[k]
+            custom = seg.sign_function(w, delta) if hasattr(seg, "sign_function") else None
+            rfun, scale = custom or ((lambda x: _r(seg, w_log, delta, x)), (lambda x: np.exp(log_phi(x - delta))))
             eta = 1e-6 * (1.0 + np.abs(cs))
             rr = rfun(np.concatenate([cs - eta, cs + eta]))
             slope = np.abs(rr[cs.size:] - rr[: cs.size]) / (2 * eta)

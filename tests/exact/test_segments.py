@@ -100,3 +100,51 @@ class TestEvaluateTV:
         assert ev.grad @ w == pytest.approx(ev.interval_f.sum() - ev.tv, abs=1e-14)
         assert segments.certified_gap(ev, w) >= 0.0
         assert np.all(np.linalg.eigvalsh(ev.hessian) <= 1e-12)       # concave acceptance
+
+
+class TestPiecewiseSegmentsOnTheEngine:
+    """Threshold and two-level segments: crossings from the law engine's scan
+    (:func:`rass_theory.exact.laws.residual_intervals` of the piecewise law), masses from the
+    segments' closed forms."""
+
+    @pytest.mark.parametrize("K,delta,t", [(2, 0.5, 0.3), (4, 1.0, 1.2), (8, 2.0, -1.0), (3, 4.0, 4.5)])
+    def test_threshold_tv_is_the_engine_threshold_law_mass(self, K, delta, t, rng):
+        """The same law two ways: segments' interval masses against the engine's own
+        ``threshold_law`` (relative-accuracy Bernstein form); both sum closed-form masses, so
+        they agree to rounding (``1e-13``, a hundred ulps of the summed masses)."""
+        from rass_theory.optimize.threshold import threshold_segments
+
+        w = rng.dirichlet(np.ones(K))
+        ev = segments.evaluate_tv(threshold_segments(K, t), w, delta, window=window(K, delta),
+                                  spacing=0.04, hessian=False)
+        mass = laws.residual_mass(laws.threshold_law(w[None, :], np.array([t])), np.array([delta]))
+        assert abs(ev.tv - mass[0]) <= 1e-13
+        assert abs(ev.acceptance + ev.tv - 1.0) <= 1e-13
+
+    def test_two_level_with_seven_crossings(self):
+        """Two-level law at ``K = 4`` with seven crossings (more than the engine's ``K + 2``
+        slots of a rank law): every crossing is found, and the TV matches adaptive quadrature
+        of ``(f - g)_+`` (``scipy.integrate.quad`` to ``1e-12``) on the pieces between them."""
+        from scipy.integrate import quad
+        from rass_theory.optimize.policies import TwoLevelThresholdPolicy
+        from rass_theory.optimize.threshold import two_level_segments
+
+        K, delta, t1, t2 = 4, 1.0, 1.985576141515, -0.054322447738
+        w1 = np.array([0.0224037, 0.13722985, 0.0, 0.84036645])
+        w2 = np.array([0.0, 0.00154577, 0.15855034, 0.83990389])
+        w = np.concatenate([w1, w2])
+        ev = segments.evaluate_tv(two_level_segments(K, t1, t2), w, delta, window=window(K, delta),
+                                  spacing=0.04, hessian=False)
+        assert ev.crossings.size == 7
+        pol = TwoLevelThresholdPolicy(K, t1, t2, w1, w2)
+
+        def excess(s):
+            g = math.exp(pol.selected_logpdf(np.array([delta]), np.array([s]))[0])
+            return max(math.exp(-0.5 * (s - delta) ** 2) / math.sqrt(2 * math.pi) - g, 0.0)
+
+        pts = np.concatenate([[-12.0], np.sort(np.concatenate([ev.crossings, [t2, t1]])), [14.0]])
+        tv = sum(quad(excess, a, b, epsabs=1e-13, epsrel=1e-12)[0] for a, b in zip(pts[:-1], pts[1:]))
+        assert abs(ev.tv - tv) <= 1e-11
+        from rass_theory.exact.bound import acceptance_bound
+
+        assert 0.0 < ev.acceptance <= acceptance_bound(K, delta) + 1e-12
