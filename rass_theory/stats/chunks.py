@@ -45,19 +45,20 @@ def call_batches(spec):
 CHILD_BLOCK_VALUES = 1 << 15
 
 
-def draw_chunk(node, spec):
+def draw_chunk(node, spec, out=None):
     """The chunk's nodes and children (float64): ``(RowNodes, children (n, K, dim))``.
 
     Nodes from stream ``sub_seed(spec.seed, 2)``, children ``mu_draft + sigma N(0, I)`` from
     ``sub_seed(spec.seed, 0)``.  Rows of each small batch share one ``sigma`` (it is passed to the
-    verifier as a Python float there, exercising the scalar form of the contract).
+    verifier as a Python float there, exercising the scalar form of the contract).  ``out``: an
+    ``(n, K, dim)`` float64 array to draw the children into (a chunk runner's reused buffer).
     """
     rows = node.draw(np.random.default_rng(sub_seed(spec.seed, 2)), spec.n, spec.dtype)
     for a, b in call_batches(spec)[:-1]:
         ratio = rows.sigma[a] / rows.sigma[a:b]
         rows.sigma[a:b] = rows.sigma[a]
         rows.mu_target[a:b] = rows.mu_draft[a:b] + ratio[:, None] * (rows.mu_target[a:b] - rows.mu_draft[a:b])
-    children = np.empty((spec.n, node.K, node.dim))
+    children = np.empty((spec.n, node.K, node.dim)) if out is None else out
     g = np.random.default_rng(sub_seed(spec.seed, 0))
     step = max(1, CHILD_BLOCK_VALUES // (node.K * node.dim))
     for a in range(0, spec.n, step):   # drawn and scaled block by block, in cache; the same stream as one draw
@@ -130,15 +131,16 @@ def probe_sums(node, frame, probe_states):
     return sequence_sums(node, frame.take(slice(0, a.shape[0])), a, b, ok)
 
 
-def _scratch(buffers, name, shape):
-    """An ``(n, d)`` float64 work array of the harness (never handed to the verifier), reused
-    across the chunks of one stream: fresh multi-megabyte arrays cost the process a page fault
-    per 4 KiB every chunk (the allocator returns them to the system when the chunk ends)."""
+def _scratch(buffers, name, shape, dtype=np.float64):
+    """A work array of the harness, reused across the chunks of one stream: fresh multi-megabyte
+    arrays cost the process a page fault per 4 KiB every chunk (the allocator returns them to the
+    system when the chunk ends).  The children buffers are handed to the verifier read-only, and
+    nothing of a chunk is read after the chunk's counts are made."""
     if buffers is None:
         return None
-    buf = buffers.get(name)
-    if buf is None or buf.shape[0] < shape[0] or buf.shape[1:] != shape[1:]:
-        buf = buffers[name] = np.empty(shape)
+    buf = buffers.get((name, np.dtype(dtype).str))
+    if buf is None or buf.shape[0] < shape[0] or buf.shape[1:] != tuple(shape[1:]):
+        buf = buffers[(name, np.dtype(dtype).str)] = np.empty(shape, dtype)
     return buf[:shape[0]]
 
 
@@ -155,8 +157,13 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec, buffers=None
     directions) are kept for the next chunk (:func:`numpy_chunk_stream` passes one per stream).
     """
     dt = _numpy_dtype(spec.dtype)
-    rows, children64 = draw_chunk(node, spec)
-    children = children64.astype(dt, copy=False)
+    shape = (spec.n, node.K, node.dim)
+    rows, children64 = draw_chunk(node, spec, _scratch(buffers, "children", shape))
+    children = children64 if dt == np.float64 else _scratch(buffers, "children_cast", shape, dt)
+    if children is None:
+        children = children64.astype(dt)
+    elif children is not children64:
+        np.copyto(children, children64)   # the cast to the pass's dtype
     md, mt, sig = (a.astype(dt, copy=False) for a in (rows.mu_draft, rows.mu_target, rows.sigma))  # float64: no copy
     for arr in (children, md, mt, sig):
         arr.setflags(write=False)

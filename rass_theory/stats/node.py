@@ -53,6 +53,7 @@ from scipy import special, stats
 
 from .._validation import check_delta, check_K, check_positive_int
 from ._threads import single_blas_thread
+from ._workspace import work_array
 from .regime import RHO_RANGE, SIGMA_RANGE, ZERO_RHO_SHARE, Regime
 
 __all__ = ["SyntheticNode", "RowNodes", "RowFrame", "ChunkSpec", "chunk_plan", "chunk_seed", "stream_seed",
@@ -157,9 +158,11 @@ def unit_directions(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     pool = rng.standard_normal((m, d))
     pool /= np.maximum(np.sqrt(np.einsum("nd,nd->n", pool, pool)), 1e-300)[:, None]
     dirs = np.resize(pool, (n, d))                # row i = p_(i mod M)
-    signs = np.unpackbits(np.frombuffer(rng.bytes(-(-(n * d) // 8)), np.uint8), count=n * d).reshape(n, d) * -2.0
-    signs += 1.0                                  # independent uniform signs, one random bit each
-    dirs *= signs
+    # independent uniform signs, one random bit each, flipped into the IEEE sign bit (the same
+    # values as multiplying by 1 - 2 bit)
+    bits = np.unpackbits(np.frombuffer(rng.bytes(-(-(n * d) // 8)), np.uint8), count=n * d)
+    flips = dirs.reshape(-1).view(np.uint64)
+    flips ^= bits.astype(np.uint64) << np.uint64(63)
     return dirs
 
 
@@ -256,18 +259,19 @@ class RowFrame:
     ea: np.ndarray
     mu_target: np.ndarray | None = None
 
-    def standardise(self, states) -> np.ndarray:
+    def standardise(self, states, out=None) -> np.ndarray:
         """``y = (x - mu_draft) / sigma - delta e = (x - mu_target) / sigma``: ``N(0, I)`` under an exact rule.
 
         ``sigma delta e = mu_target - mu_draft`` by construction of the frame, so one subtraction of
-        ``mu_target`` does it (float64, two passes over the states).
+        ``mu_target`` does it (float64, two passes over the states).  ``out``: a float64 array of
+        the states' shape to write ``y`` into (a reused work buffer), else a new array.
         """
         if self.mu_target is None:
-            y = np.subtract(states, self.mu_draft, dtype=np.float64)
+            y = np.subtract(states, self.mu_draft, dtype=np.float64, out=out)
             y /= self.sigma[:, None]
             y -= self.delta[:, None] * self.e
             return y
-        y = np.subtract(states, self.mu_target, dtype=np.float64)
+        y = np.subtract(states, self.mu_target, dtype=np.float64, out=out)
         y /= self.sigma[:, None]
         return y
 
@@ -576,8 +580,9 @@ class EdgeBinner:
             return np.searchsorted(self.edges, x, side="right")
         flat = x.reshape(-1)
         res = np.empty(flat.size, np.intp) if out is None else out.reshape(-1)
-        m = min(self.BLOCK, flat.size)
-        c, ci, cell = np.empty(m), np.empty(m, np.intp), np.empty(m, self.table.dtype)
+        # work arrays kept per thread (fresh ones cost a page fault per 4 KiB: rass_theory.stats._workspace)
+        c, ci = work_array("binner.cell", self.BLOCK), work_array("binner.index", self.BLOCK, np.intp)
+        cell = work_array("binner.entry", self.BLOCK, self.table.dtype)
         top = float(self.n_cells - 1)
         for a in range(0, flat.size, self.BLOCK):   # blocks that stay in cache
             xb = flat[a:a + self.BLOCK]

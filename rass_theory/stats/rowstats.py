@@ -14,6 +14,7 @@ import numpy as np
 from scipy import special, stats
 
 from ._threads import single_blas_thread
+from ._workspace import work_array
 from .node import N_PROJECTION_BINS, _binner
 from .streaming import INDEP_STATS, LARGE_DELTA, TAILS, VIOLATION_KINDS, ExactnessCounts, _field_shapes
 
@@ -106,8 +107,8 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
     """
     n, d = valid.shape[0], node.dim
     nd = node.n_directions
-    t, r = np.zeros(n), np.zeros(n)
-    dirs = np.zeros((nd, n))
+    t, r = work_array("rows.t", n), work_array("rows.r", n)   # every entry is written below
+    dirs = work_array("rows.dirs", (nd, n))
     U = node.projections.T                        # (d, P)
     P = U.shape[1]
     axes = P == d and np.array_equal(U, np.eye(d))   # the projections are y's coordinates: no product
@@ -120,20 +121,27 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
     k = basis.shape[0]
     xs, xm = np.zeros((2, k)), np.zeros((2, k, k))
     w_sum = np.zeros(2)
-    norms = frame._norms() if nd else None
     if nd:
         A = frame.anchors.T                       # (d, nd)
+        a2 = np.einsum("jd,jd->j", frame.anchors, frame.anchors)[:, None]
     states = np.asarray(states)
     all_valid = bool(valid.all())
     rows = max(256, ROW_BLOCK_VALUES // max(d, P))
-    wbuf = np.empty((k, min(rows, n)))
+    m0 = min(rows, n)
+    ybuf, pbuf = work_array("rows.y", (m0, d)), work_array("rows.proj_bins", (m0, P), np.intp)
+    wbuf = work_array("rows.weighted", (2, k, m0))
+    mt = frame.mu_draft if frame.mu_target is None else frame.mu_target
     for a in range(0, n, rows):
         b = min(n, a + rows)
         ok = valid[a:b]
         st = states[a:b]
         if not all_valid:
-            st = np.where(ok[:, None], st, frame.mu_draft[a:b] if frame.mu_target is None else frame.mu_target[a:b])
-        y = frame.take(slice(a, b)).standardise(st)
+            st = np.where(ok[:, None], st, mt[a:b])
+        if frame.mu_target is None:
+            y = frame.take(slice(a, b)).standardise(st, out=ybuf[:b - a])
+        else:                                     # RowFrame.standardise, without building the block's frame
+            y = np.subtract(st, mt[a:b], dtype=np.float64, out=ybuf[:b - a])
+            y /= frame.sigma[a:b, None]
         if not all_valid:
             y[~ok] = 0.0
         e = frame.e[a:b]
@@ -142,12 +150,13 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
         r[a:b] = np.maximum(np.einsum("nd,nd->n", y, y) - tb * tb, 0.0)
         if nd:
             db = dirs[:, a:b]                     # (<a_j, y> - ea_ij t_i) / ||a_j - ea_ij e_i||, (nd, m)
-            np.multiply(frame.ea[:, a:b], tb, out=db)
+            eab = frame.ea[:, a:b]
+            np.multiply(eab, tb, out=db)
             np.subtract((y @ A).T, db, out=db)
-            db /= norms[:, a:b]
+            db /= np.sqrt(np.maximum(a2 - eab * eab, 1e-300))   # RowFrame._norms of the block
         if not all_valid:
             y, e, tb = y[ok], e[ok], tb[ok]
-        pb = binner.bin(y if axes else y @ U)
+        pb = binner.bin(y if axes else y @ U, out=pbuf[:y.shape[0]])
         pb += proj_offsets
         proj_counts += np.bincount(pb.reshape(-1), minlength=P * NB)
         # cross-covariance of t (and t^2 - 1) with P z_perp, and its exact covariance given the t's
@@ -159,15 +168,21 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
         py = cw[:2] @ y
         xs += (py if identity else py @ basis.T) - np.stack([t2, c1 * tb]) @ pe
         w_sum += cw[2:].sum(axis=1)
-        wq = wbuf[:, :pe.shape[0]]
-        for q in range(2):                        # sum_i w_i pe_i pe_i^T, the weighted rows built as (k, m)
-            np.multiply(pe.T, cw[2 + q], out=wq)
-            xm[q] -= wq @ pe
+        # sum_i w_i pe_i pe_i^T for both weights: the weighted rows built as (2, k, m) from one
+        # contiguous transpose of pe (inner loops along the rows), then one product each
+        wq = wbuf[:, :, :pe.shape[0]]
+        np.multiply(np.ascontiguousarray(pe.T), cw[2:, None, :], out=wq)
+        for q in range(2):
+            xm[q] -= wq[q] @ pe
     out["proj_counts"] += proj_counts.reshape(P, NB)
     out["xcov_sums"] += xs
     for q in range(2):
         out["xcov_matrix"][q] = w_sum[q] * np.eye(k) + xm[q]
-    diag = (t + dirs[0]) / math.sqrt(2.0) if nd else np.zeros(n)
+    if nd:
+        diag = np.add(t, dirs[0], out=work_array("rows.diag", n))
+        diag /= math.sqrt(2.0)
+    else:
+        diag = np.zeros(n)
     return t, r, dirs, diag
 
 
@@ -214,23 +229,27 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
         arr[vi] = b
         return arr
 
-    s_bin = node.bin_normal(t[vi])
+    # bins of the one-dimensional statistics, in this thread's work arrays (rass_theory.stats._workspace)
+    z_binner = _binner(B, 0)
+    s_bin = z_binner.bin(t[vi], out=work_array("bins.s", n_ok, np.intp))
     out["s_counts"] += np.bincount(s_bin, minlength=B)
     bins = {"s": full(s_bin)}
     if d > 1:
-        r_bin = node.bin_rperp(r[vi])
+        root = np.sqrt(np.maximum(r[vi], 0.0, out=work_array("bins.root", n_ok)), out=work_array("bins.root", n_ok))
+        r_bin = _binner(B, d).bin(root, out=work_array("bins.rperp", n_ok, np.intp))   # SyntheticNode.bin_rperp
         out["r_counts"] += np.bincount(r_bin, minlength=B)
-        out["joint_counts"] += np.bincount((s_bin * J // B) * J + (r_bin * J // B),
-                                           minlength=J * J).reshape(J, J)
+        s_coarse = s_bin * J // B
+        s_coarse *= J
+        out["joint_counts"] += np.bincount(s_coarse + (r_bin * J // B), minlength=J * J).reshape(J, J)
         bins["rperp"] = full(r_bin)
         for j in range(node.n_directions):
-            b = node.bin_normal(dirs[j, vi])
+            b = z_binner.bin(dirs[j, vi], out=work_array("bins.dir0" if j == 0 else "bins.dir", n_ok, np.intp))
             out["dir_counts"][j] += np.bincount(b, minlength=B)
             if j == 0:
-                out["joint_sd_counts"] += np.bincount((s_bin * J // B) * J + (b * J // B),
-                                                      minlength=J * J).reshape(J, J)
+                out["joint_sd_counts"] += np.bincount(s_coarse + (b * J // B), minlength=J * J).reshape(J, J)
                 bins["dir0"] = full(b)
-        out["diag_counts"] += np.bincount(node.bin_normal(diag[vi]), minlength=B)
+        out["diag_counts"] += np.bincount(z_binner.bin(diag[vi], out=work_array("bins.dir", n_ok, np.intp)),
+                                          minlength=B)
 
     # far tails, over all valid rows and over the large-delta ones
     r_tail = dict(zip((4.0, 5.0), _r_tail_edges(d)))
@@ -284,8 +303,11 @@ def counts_from_rows(node, frame, states, valid, accepted, group, violations, me
             for q, name in enumerate(INDEP_STATS):
                 if name not in bins:
                     continue
-                if name not in pits:
-                    pits[name] = (bins[name] + 0.5) / B - 0.5
+                if name not in pits:   # (bin + 1/2) / B - 1/2, the same three operations in place
+                    u = np.add(bins[name], 0.5, out=work_array(f"pits.{name}", n))
+                    u /= B
+                    u -= 0.5
+                    pits[name] = u
                 u = pits[name]
                 if cnt == both.size and both.all():
                     out["indep_sums"][p, q] += float(np.dot(u[i0:i0 + cnt], u[j0:j0 + cnt]))
