@@ -359,7 +359,7 @@ class RankLaw:
                 out = out.reshape(B.shape)
         if below is None:
             return out
-        return nx.where(below, out, math.log(K) + (K - 1) * nx.log_ndtr(s))
+        return _above_threshold(nx, below, out, lambda x: math.log(K) + (K - 1) * nx.log_ndtr(x), s)
 
     def cdf_excess(self, s):
         """``G(s) - Phi(s)``: the Bernstein form of the class notes, each basis term
@@ -374,7 +374,7 @@ class RankLaw:
         if below is None:
             return out
         out = out - p * self._one_minus_PK1[:, None]
-        return nx.where(below, out, p * nx.expm1((K - 1) * nx.log_ndtr(s)))
+        return _above_threshold(nx, below, out, lambda x, p: p * nx.expm1((K - 1) * nx.log_ndtr(x)), s, p)
 
     def _cdf_excess_log_terms(self, s):
         """:meth:`cdf_excess` for ``K > LINEAR_K_MAX``, where ``C(K, i)`` overflows: every term
@@ -460,6 +460,23 @@ class RankLaw:
             q = nx.concat([self._Pt[:, None] - p[:, :j0], Q[:, j0:] - self._Qt[:, None]], 1)
         q = nx.maximum(q, 0.0)
         return self._linear_log_ratio(grid[None, :], p, q, grid[None, :] < self.t[:, None])
+
+
+def _above_threshold(nx, below, out, fn, *args):
+    """``out`` where ``below``, ``fn(*args)`` elsewhere (the law of the maximum above ``t``).
+
+    ``args`` broadcast to ``below``'s shape.  On one shared grid row (``(1, m)`` arguments)
+    ``fn`` is evaluated once per point; at per-row points (a root finder's step) only where
+    ``below`` is false, where indexing is free."""
+    shared = all(a.shape[0] == 1 for a in args)
+    idx = None if shared else nx.rows_where(~below.reshape(-1))
+    if idx is None:
+        return nx.where(below, out, fn(*args))
+    out = nx.copy(out).reshape(-1)
+    if idx.shape[0]:
+        zero = nx.zeros_like(out).reshape(below.shape)
+        out[idx] = fn(*((a + zero).reshape(-1)[idx] for a in args))
+    return out.reshape(below.shape)
 
 
 def rank_law(weights) -> RankLaw:
