@@ -9,11 +9,10 @@ with ``w`` on the simplex, ``b_j`` densities (sub-densities on a segment) whose 
 any interval are closed form, and ``g_0`` a fixed sub-density (zero for RASS).  For such a law
 :func:`evaluate_tv` computes, without quadrature,
 
-* the crossing points of ``f = phi(. - delta)`` and ``g_w`` (sign changes of
-  ``r = log f - log g_w`` on a grid over the window of :mod:`rass_theory.exact._window`,
-  refined by the engine's root finder ``NUMPY.find_root``), or, for the RASS segment
-  (:class:`RankSegment`), the one crossing search of every residual,
-  :func:`rass_theory.exact.laws.residual_intervals` (also behind the verifiers),
+* the crossing points of ``f = phi(. - delta)`` and ``g_w`` from the one crossing search of
+  every residual, :func:`rass_theory.exact.laws.residual_intervals` (also behind the
+  verifiers): of the engine's rank law for the RASS segment (:class:`RankSegment`), of the
+  piecewise law of the segments otherwise (:class:`_PiecewiseLaw`),
 * ``A = {f > g_w}`` as a union of intervals,
 * the acceptance ``int min(f, g_w) = f(A^c) + g_w(A)`` and ``TV = f(A) - g_w(A)``, each
   summed from closed-form interval masses (so each keeps relative accuracy in its own tail;
@@ -51,6 +50,8 @@ __all__ = [
     "fw_gap",
     "certified_gap",
     "logsumexp_rows",
+    "segments_logpdf",
+    "segments_cdf",
 ]
 
 
@@ -119,6 +120,35 @@ def _r(seg: Segment, w_log: np.ndarray, delta: float, s: np.ndarray) -> np.ndarr
     return np.where(np.isneginf(lg), np.inf, r)
 
 
+def segments_logpdf(segments: Sequence[Segment], w: np.ndarray, s) -> np.ndarray:
+    """``log g_w(s)`` of consecutive segments at points ``s`` (any shape; each point in the
+    segment ``[lo, hi)`` that holds it)."""
+    s = np.asarray(s, dtype=np.float64)
+    flat = s.reshape(-1)
+    out = np.full(flat.size, -np.inf)
+    k = np.searchsorted(np.array([float(seg.lo) for seg in segments[1:]]), flat, side="right")
+    with np.errstate(divide="ignore"):
+        w_log = np.log(np.asarray(w, dtype=np.float64))
+    for i, seg in enumerate(segments):
+        m = k == i
+        if np.any(m):
+            out[m] = _log_g(seg, w_log, flat[m])
+    return out.reshape(s.shape)
+
+
+def segments_cdf(segments: Sequence[Segment], w: np.ndarray, s) -> np.ndarray:
+    """``G_w(s)``: the segments' closed-form component and fixed masses from ``-inf`` to ``s``."""
+    s = np.asarray(s, dtype=np.float64)
+    G = np.zeros(s.shape)
+    for seg in segments:
+        inside = s > seg.lo
+        if np.any(inside):
+            a = np.full(int(inside.sum()), float(seg.lo))
+            b = np.minimum(s[inside], seg.hi)
+            G[inside] += seg.component_masses(a, b) @ w + seg.fixed_masses(a, b)
+    return G
+
+
 class _PiecewiseLaw:
     """``g_w`` of consecutive segments as a protocol law of :mod:`rass_theory.exact.laws` (NumPy).
 
@@ -134,14 +164,9 @@ class _PiecewiseLaw:
     def __init__(self, segments, w, K: int, spacing: float, breaks: np.ndarray):
         self.nx, self.K, self.spacing = NUMPY, int(K), float(spacing)
         self._segments, self._w, self._brk = segments, w, breaks
-        with np.errstate(divide="ignore"):
-            self._w_log = np.log(w)
-        self._starts = np.array([float(seg.lo) for seg in segments[1:]])
 
     def take(self, rows) -> "_PiecewiseLaw":
-        out = object.__new__(_PiecewiseLaw)
-        out.__dict__.update(self.__dict__, _brk=self._brk[rows])
-        return out
+        return _PiecewiseLaw(self._segments, self._w, self.K, self.spacing, self._brk[rows])
 
     def keys(self):
         return self._brk[:, None]
@@ -149,20 +174,9 @@ class _PiecewiseLaw:
     def breaks(self):
         return self._brk
 
-    def _by_segment(self, s, fn):
-        s = np.asarray(s, dtype=np.float64)
-        flat = s.reshape(-1)
-        out = np.zeros(flat.size)
-        k = np.searchsorted(self._starts, flat, side="right")
-        for i, seg in enumerate(self._segments):
-            m = k == i
-            if np.any(m):
-                out[m] = fn(seg, flat[m])
-        return out.reshape(s.shape), s
-
     def log_ratio(self, s):
-        lg, s = self._by_segment(s, lambda seg, x: _log_g(seg, self._w_log, x))
-        return lg - log_phi(s)
+        s = np.asarray(s, dtype=np.float64)
+        return segments_logpdf(self._segments, self._w, s) - log_phi(s)
 
     def log_ratio_grid(self, grid):
         """``log_ratio`` on one shared grid ``(m,)``: computed once, the same for every row."""
@@ -170,14 +184,7 @@ class _PiecewiseLaw:
 
     def cdf_excess(self, s):
         s = np.asarray(s, dtype=np.float64)
-        G = np.zeros(s.shape)
-        for seg in self._segments:
-            inside = s > seg.lo
-            if np.any(inside):
-                a = np.full(int(inside.sum()), float(seg.lo))
-                b = np.minimum(s[inside], seg.hi)
-                G[inside] += seg.component_masses(a, b) @ self._w + seg.fixed_masses(a, b)
-        return G - ndtr(s)
+        return segments_cdf(self._segments, self._w, s) - ndtr(s)
 
 
 def _engine_pieces(segments, w, delta: float, K: int, spacing: float):
@@ -222,7 +229,6 @@ def evaluate_tv(
     w: np.ndarray,
     delta: float,
     *,
-    window: tuple[float, float],
     spacing: float = 0.04,
     hessian: bool = True,
     known_crossings: np.ndarray | None = None,
@@ -237,11 +243,10 @@ def evaluate_tv(
         Weights on the simplex.
     delta : float
         Target mean.
-    window : (float, float)
-        Finite window searched for crossings; outside it the sign of ``f - g_w`` is taken
-        from the nearest window point (neglected mass < 1e-25, see P4.2).
     spacing : float
-        Grid spacing for bracketing the crossings.
+        Grid spacing of the engine's crossing scan (the window is the engine's,
+        :mod:`rass_theory.exact._window`: beyond it the sign of ``f - g_w`` is that at its
+        ends, neglected mass ``<= 1e-27``).
     hessian : bool
         Whether to assemble the Hessian.
     known_crossings : ndarray, optional
@@ -268,7 +273,7 @@ def evaluate_tv(
     engine_tv = None
     if len(segments) == 1 and hasattr(segments[0], "intervals"):
         # RASS: the engine's rank law, with its own polish at small delta (RankSegment.intervals)
-        roots, signs, engine_tv = segments[0].intervals(w, delta, window, known_crossings)
+        roots, signs, engine_tv = segments[0].intervals(w, delta, known_crossings)
         pieces = [(list(roots), signs)]
     else:
         pieces = _engine_pieces(segments, w, delta, int(getattr(segments[0], "K", J)), spacing)
@@ -452,11 +457,11 @@ class RankSegment:
 
         return fun, (lambda s: np.exp(log_phi(s)))
 
-    def intervals(self, w, delta, window, known=None):
+    def intervals(self, w, delta, known=None):
         """Crossings, signs of ``f - g_w`` between them, and ``TV``, from the one crossing search.
 
         :func:`rass_theory.exact.laws.residual_intervals` (the search of every residual, on the
-        truncation window ``window`` of :mod:`rass_theory.exact._window`); ``TV`` is its
+        truncation window of :mod:`rass_theory.exact._window`); ``TV`` is its
         excess-form mass.  For ``delta < 1`` each crossing is polished on
         :meth:`sign_function` (:func:`_polish`): ``log f - log g_w`` carries an absolute
         rounding ``eps`` against an ``O(delta)`` signal, which moves a crossing by
@@ -519,4 +524,4 @@ def rass_evaluation(weights, delta: float, *, hessian: bool = False) -> TVEvalua
     """
     w = np.asarray(weights, dtype=np.float64)
     K = w.size
-    return evaluate_tv([rank_segment(K)], w, float(delta), window=default_window(K, delta), hessian=hessian)
+    return evaluate_tv([rank_segment(K)], w, float(delta), hessian=hessian)

@@ -1,8 +1,7 @@
 """Active-set Newton polish of the exact acceptance over the simplex (proofs/P4-weight-program.md).
 
 The exact evaluation it polishes (crossings, masses, gradient, Hessian, certified gap) is the
-residual-law engine :mod:`rass_theory.exact.segments`; ``evaluate_tv``, ``default_window`` and
-``logsumexp_rows`` are re-exported for :mod:`rass_theory.optimize.policies`.
+residual-law engine :mod:`rass_theory.exact.segments`.
 """
 from __future__ import annotations
 
@@ -10,21 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rass_theory.exact.segments import (
-    TVEvaluation,
-    certified_gap,
-    default_window,
-    evaluate_tv,
-    logsumexp_rows,
-)
+from rass_theory.exact.segments import TVEvaluation, certified_gap
 
-__all__ = [
-    "evaluate_tv",
-    "default_window",
-    "maximize_acceptance",
-    "PolishResult",
-    "logsumexp_rows",
-]
+__all__ = ["maximize_acceptance", "PolishResult"]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import numpy as np
 
 from rass_theory._validation import as_generator, check_delta, check_K, check_weights
 
-from .mixture_tv import default_window, logsumexp_rows
+from rass_theory.exact.segments import evaluate_tv, segments_cdf, segments_logpdf
 from .rank_weights import segment_spacing, optimal_rank_weights
 from .threshold import ThresholdRowLaw, threshold_segments
 
@@ -91,10 +91,8 @@ class _SegmentMixturePolicy:
 
     def acceptance(self, delta) -> float:
         """Exact acceptance ``1 - TV(g, N(delta, 1))`` of this policy (P4.1-P4.2, P8.2)."""
-        from .mixture_tv import evaluate_tv
-
         delta = check_delta(delta)
-        return evaluate_tv(self._segments, self.weights, delta, window=default_window(self.K, delta),
+        return evaluate_tv(self._segments, self.weights, delta,
                            spacing=segment_spacing(self.K), hessian=False).acceptance
 
 
@@ -173,7 +171,7 @@ def _inner(K: int, delta: float, t: float, w_start=None):
 
     top = np.sqrt(2.0 * np.log(max(K, 2)))
     pol, name, gap = solve_weights(
-        threshold_segments(K, t), delta, window=default_window(K, delta),
+        threshold_segments(K, t), delta,
         lp_range=(-top - 5.0, max(delta, top) + 5.0), spacing=segment_spacing(K),
         w_start=w_start, start_name="neighbour", gap_target=1e-9,
     )
@@ -417,40 +415,14 @@ class TwoLevelThresholdPolicy(_SegmentMixturePolicy):
         j = np.where(top_s >= self.t1, self.K - 1, np.where(top_s >= self.t2, j1, j2))
         return order[np.arange(n), j]
 
-    def _segment_of(self, x):
-        return np.searchsorted(np.array([self.t2, self.t1]), x, side="right")
-
     def selected_logpdf(self, delta, s):
         d, s2, flat = _rows(delta, s)
-        x = s2.ravel()
-        out = np.empty(x.size)
-        k = self._segment_of(x)
-        with np.errstate(divide="ignore"):
-            lw = np.log(self.weights)
-        for idx, seg in enumerate(self._segments):
-            m = k == idx
-            if not np.any(m):
-                continue
-            lc = seg.log_components(x[m]) + lw
-            lf = seg.log_fixed(x[m])
-            if lf is not None:
-                lc = np.concatenate([lc, lf[:, None]], axis=1)
-            out[m] = logsumexp_rows(lc)
-        out = out.reshape(s2.shape)
+        out = segments_logpdf(self._segments, self.weights, s2)
         return out[:, 0] if flat else out
 
     def selected_cdf(self, delta, s):
         d, s2, flat = _rows(delta, s)
-        x = s2.ravel()
-        F = np.zeros(x.size)
-        for seg in self._segments:
-            inside = x > seg.lo
-            if not np.any(inside):
-                continue
-            a = np.full(int(inside.sum()), seg.lo)
-            b = np.minimum(x[inside], seg.hi)
-            F[inside] += seg.component_masses(a, b) @ self.weights + seg.fixed_masses(a, b)
-        out = np.clip(F.reshape(s2.shape), 0.0, 1.0)
+        out = np.clip(segments_cdf(self._segments, self.weights, s2), 0.0, 1.0)
         return out[:, 0] if flat else out
 
 
@@ -473,16 +445,14 @@ class TwoLevelPolicyResult:
 
 
 def _two_level_inner(K: int, delta: float, t1: float, t2: float, seeds=None):
-    from .mixture_tv import evaluate_tv
     from .quadrature import exchange_lp
     from .threshold import two_level_segments
 
     segs = two_level_segments(K, t1, t2)
     top = np.sqrt(2.0 * np.log(max(K, 2)))
-    window = default_window(K, delta)
-    ex = exchange_lp(segs, delta, window=window, lp_range=(-top - 5.0, max(delta, top) + 5.0),
+    ex = exchange_lp(segs, delta, lp_range=(-top - 5.0, max(delta, top) + 5.0),
                      tol=1e-9, max_iter=5, spacing=segment_spacing(K), n_blocks=2, seed_crossings=seeds)
-    ev = evaluate_tv(segs, ex.weights, delta, window=window, spacing=segment_spacing(K), hessian=False)
+    ev = evaluate_tv(segs, ex.weights, delta, spacing=segment_spacing(K), hessian=False)
     return ev.acceptance, ex.weights, max(ev.tv - ex.lower_bound, 0.0), ev.tv, ev.crossings
 
 

@@ -151,7 +151,6 @@ def exchange_lp(
     segments: Sequence[Segment],
     delta: float,
     *,
-    window: tuple[float, float],
     lp_range: tuple[float, float],
     n_base: int = 48,
     w_start: np.ndarray | None = None,
@@ -178,7 +177,7 @@ def exchange_lp(
     if seed_crossings is not None and np.size(seed_crossings):
         crossings = np.unique(np.asarray(seed_crossings, dtype=np.float64))
     elif w_start is not None:
-        crossings = evaluate_tv(segments, w_start, delta, window=window, spacing=spacing, hessian=False).crossings
+        crossings = evaluate_tv(segments, w_start, delta, spacing=spacing, hessian=False).crossings
     best = None
     it = 0
     for it in range(1, max_iter + 1):
@@ -187,7 +186,7 @@ def exchange_lp(
         xs = np.unique(np.concatenate([[-np.inf, np.inf], base, ends, cr, extra]))
         rhs, basis = cell_masses(segments, delta, xs)
         w, lb, status, solver = lp.solve(rhs, basis)
-        ev = evaluate_tv(segments, w, delta, window=window, spacing=spacing, hessian=False)
+        ev = evaluate_tv(segments, w, delta, spacing=spacing, hessian=False)
         if best is None or ev.tv - max(lb, best.lower_bound) < best.tv - best.lower_bound:
             best = ExchangeResult(weights=w, lower_bound=max(lb, best.lower_bound if best else -np.inf),
                                   tv=ev.tv, iterations=it, solver=solver)
@@ -204,7 +203,6 @@ def solve_weights(
     segments: Sequence[Segment],
     delta: float,
     *,
-    window: tuple[float, float],
     lp_range: tuple[float, float],
     spacing: float,
     w_start: np.ndarray | None = None,
@@ -223,7 +221,7 @@ def solve_weights(
     the Newton certificate and ``TV(w) - LP lower bound``.
     """
     def evaluate(w):
-        return evaluate_tv(segments, w, delta, window=window, spacing=spacing, hessian=True)
+        return evaluate_tv(segments, w, delta, spacing=spacing, hessian=True)
 
     pol, name, lp_bound = None, "", -np.inf
     if w_start is not None and try_newton_first:
@@ -237,7 +235,7 @@ def solve_weights(
                                             (lp_tol * 1e-2, 60, 6)):
         if pol is not None and pol.converged and pol.gap <= gap_target:
             break
-        ex = exchange_lp(segments, delta, window=window, lp_range=lp_range,
+        ex = exchange_lp(segments, delta, lp_range=lp_range,
                          w_start=w_start if pol is None else pol.weights, tol=stage_tol,
                          spacing=spacing, seed_crossings=seed_crossings, max_iter=lp_iter)
         lp_bound = max(lp_bound, ex.lower_bound)

@@ -32,7 +32,6 @@ from rass_theory._validation import check_delta, check_K
 from rass_theory.exact.segments import (
     TVEvaluation,
     certified_gap,
-    default_window,
     evaluate_tv,
     rank_segment as _segment,
 )
@@ -231,14 +230,14 @@ def _kkt_continuation(K: int, delta: float, nb, source: str = "cached", far=None
         if solved is None:
             return None
         if d != delta:
-            ev = evaluate_tv([seg], solved[0], float(d), window=default_window(K, d),
+            ev = evaluate_tv([seg], solved[0], float(d),
                              spacing=segment_spacing(K), hessian=False)
             if ev.crossings.size != c.size or _left_in_A(ev) != left:
                 return None
             w, c = solved[0], ev.crossings
     w_new, c_new = solved
     # the search only confirms the KKT crossings (P4.7)
-    ev = evaluate_tv([seg], w_new, delta, window=default_window(K, delta),
+    ev = evaluate_tv([seg], w_new, delta,
                      spacing=segment_spacing(K), hessian=False, known_crossings=c_new)
     gap = certified_gap(ev, w_new)  # <= fw_gap(ev, w_new), its D = {} candidate
     if gap > _GAP_TARGET:
@@ -254,7 +253,7 @@ def _kkt_continuation(K: int, delta: float, nb, source: str = "cached", far=None
 def _top_vertex(K: int, delta: float) -> OptimalWeightsResult | None:
     """The top rank alone, if its certificate is within 1e-12 of the acceptance (large delta)."""
     w = np.eye(K)[K - 1]
-    ev = evaluate_tv([_segment(K)], w, delta, window=default_window(K, delta),
+    ev = evaluate_tv([_segment(K)], w, delta,
                      spacing=segment_spacing(K), hessian=False)
     gap = certified_gap(ev, w)
     if gap > 1e-12 * ev.acceptance:
@@ -274,7 +273,7 @@ def _solve(K: int, delta: float, w_start=None, start_name: str = "warm",
         # large delta: the top rank is the usual optimum; one exact evaluation certifies it
         w_start, start_name, near = np.eye(K)[K - 1], "top-rank", True
     pol, name, gap = solve_weights(
-        [_segment(K)], delta, window=default_window(K, delta), lp_range=lp_range(K, delta),
+        [_segment(K)], delta, lp_range=lp_range(K, delta),
         spacing=segment_spacing(K), w_start=w_start, start_name=start_name, gap_target=_GAP_TARGET,
         seed_crossings=seed_crossings, try_newton_first=near,
     )

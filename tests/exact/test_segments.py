@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from rass_theory.exact import laws, segments
-from rass_theory.exact._window import window
 
 
 class TestRankSegmentIntervals:
@@ -14,7 +13,7 @@ class TestRankSegmentIntervals:
     def test_same_crossings_signs_and_tv_as_the_engine(self, K, delta, rng):
         """At ``delta >= 1`` nothing is polished: the segment reports the engine's search."""
         w = rng.dirichlet(np.ones(K))
-        roots, signs, tv = segments.rank_segment(K).intervals(w, delta, window(K, delta))
+        roots, signs, tv = segments.rank_segment(K).intervals(w, delta)
         bounds, positive, mass = laws.residual_intervals(laws.rank_law(w), np.array([delta]))
         nc = int(np.isfinite(bounds[0]).sum())
         np.testing.assert_array_equal(roots, bounds[0, 1:1 + nc])
@@ -30,7 +29,7 @@ class TestRankSegmentIntervals:
         on the sign function ``expm1(delta s - delta^2 / 2) - 0`` finds it to rounding, and TV is
         summed at the polished crossing (at the engine's, K = 32, delta = 1e-8: 4.1e-13 relative)."""
         w = np.full(K, 1.0 / K)
-        roots, signs, tv = segments.rank_segment(K).intervals(w, delta, window(K, delta))
+        roots, signs, tv = segments.rank_segment(K).intervals(w, delta)
         assert roots.size == 1 and signs == [False, True]
         assert abs(roots[0] - delta / 2) < 1e-6 * delta
         ev = segments.rass_evaluation(w, delta)
@@ -44,9 +43,9 @@ class TestKnownCrossings:
         by the 1e-9 search and used as they are; TV is summed at them (D is stationary there)."""
         w = rng.dirichlet(np.ones(K))
         seg = segments.rank_segment(K)
-        roots, signs, tv = seg.intervals(w, delta, window(K, delta))
+        roots, signs, tv = seg.intervals(w, delta)
         known = roots + 1e-12
-        got, got_signs, got_tv = seg.intervals(w, delta, window(K, delta), known)
+        got, got_signs, got_tv = seg.intervals(w, delta, known)
         np.testing.assert_array_equal(got, known)
         assert got_signs == signs
         assert got_tv == pytest.approx(tv, rel=1e-12, abs=1e-18)
@@ -58,9 +57,9 @@ class TestKnownCrossings:
         K, delta = 8, 1.17
         w = rng.dirichlet(np.ones(K))
         seg = segments.rank_segment(K)
-        plain = seg.intervals(w, delta, window(K, delta))
+        plain = seg.intervals(w, delta)
         known = plain[0][1:] if shift == "drop" else plain[0] + np.r_[1e-3, np.zeros(plain[0].size - 1)]
-        got = seg.intervals(w, delta, window(K, delta), known)
+        got = seg.intervals(w, delta, known)
         np.testing.assert_array_equal(got[0], plain[0])
         assert got[1:] == plain[1:]
 
@@ -69,7 +68,7 @@ class TestKnownCrossings:
         w = rng.dirichlet(np.ones(K))
         ev = segments.rass_evaluation(w, delta)
         known = ev.crossings + 1e-12
-        ev2 = segments.evaluate_tv([segments.rank_segment(K)], w, delta, window=window(K, delta),
+        ev2 = segments.evaluate_tv([segments.rank_segment(K)], w, delta,
                                    hessian=False, known_crossings=known)
         np.testing.assert_array_equal(ev2.crossings, known)
         assert ev2.acceptance == pytest.approx(ev.acceptance, abs=1e-14)
@@ -115,7 +114,7 @@ class TestPiecewiseSegmentsOnTheEngine:
         from rass_theory.optimize.threshold import threshold_segments
 
         w = rng.dirichlet(np.ones(K))
-        ev = segments.evaluate_tv(threshold_segments(K, t), w, delta, window=window(K, delta),
+        ev = segments.evaluate_tv(threshold_segments(K, t), w, delta,
                                   spacing=0.04, hessian=False)
         mass = laws.residual_mass(laws.threshold_law(w[None, :], np.array([t])), np.array([delta]))
         assert abs(ev.tv - mass[0]) <= 1e-13
@@ -133,7 +132,7 @@ class TestPiecewiseSegmentsOnTheEngine:
         w1 = np.array([0.0224037, 0.13722985, 0.0, 0.84036645])
         w2 = np.array([0.0, 0.00154577, 0.15855034, 0.83990389])
         w = np.concatenate([w1, w2])
-        ev = segments.evaluate_tv(two_level_segments(K, t1, t2), w, delta, window=window(K, delta),
+        ev = segments.evaluate_tv(two_level_segments(K, t1, t2), w, delta,
                                   spacing=0.04, hessian=False)
         assert ev.crossings.size == 7
         pol = TwoLevelThresholdPolicy(K, t1, t2, w1, w2)

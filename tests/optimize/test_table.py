@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from rass_theory.optimize import rank_weights as rw
-from rass_theory.exact.segments import certified_gap, default_window, evaluate_tv, fw_gap
+from rass_theory.exact.segments import certified_gap, evaluate_tv, fw_gap
 
 
 @pytest.fixture
@@ -16,7 +16,7 @@ def empty_cache():
 
 
 def _gap(K, delta, w):
-    ev = evaluate_tv([rw._segment(K)], w, delta, window=default_window(K, delta),
+    ev = evaluate_tv([rw._segment(K)], w, delta,
                      spacing=rw.segment_spacing(K), hessian=False)
     return min(fw_gap(ev, w), certified_gap(ev, w)), ev
 
