@@ -25,13 +25,6 @@ def optimal_single(K: int, delta: float) -> np.ndarray:
     return w
 
 
-@functools.lru_cache(maxsize=64)
-def _interpolator(K: int):
-    from ..optimize.rank_weights import optimal_weights_interpolator
-
-    return optimal_weights_interpolator(K)
-
-
 def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
     """Rank weights for rows with standardised displacements ``delta`` (n,).
 
@@ -59,16 +52,15 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
     if single:
         delta = np.full(n, float(f"{float(np.median(delta)):.12g}"))
     if isinstance(spec, str):
-        if spec == "optimal":
+        if spec in ("optimal", "interpolated"):
             if n == 0:
                 return np.full(K, 1.0 / K)
-            if single:
+            if single and spec == "optimal":
                 return optimal_single(K, float(delta[0]))
-            return check_weights(_interpolator(K)(delta), K, name="optimal_weights_interpolator(K)(delta)", n=n)
-        if spec == "interpolated":
-            if n == 0:
-                return np.full(K, 1.0 / K)
-            w = check_weights(_interpolator(K)(delta), K, name="optimal_weights_interpolator(K)(delta)", n=n)
+            from ..optimize.rank_weights import optimal_weights_interpolator
+
+            w = check_weights(optimal_weights_interpolator(K)(delta), K,
+                              name="optimal_weights_interpolator(K)(delta)", n=n)
             return w[0] if single else w
         if spec == "uniform":
             return np.full(K, 1.0 / K)
@@ -135,7 +127,9 @@ def describe_weights(spec) -> str:
 @functools.lru_cache(maxsize=64)
 def interpolator_table(K: int):
     """``(grid (G,), weights (G, K))`` of ``optimal_weights_interpolator(K)`` as float64 host arrays."""
-    interp = _interpolator(K)
+    from ..optimize.rank_weights import optimal_weights_interpolator
+
+    interp = optimal_weights_interpolator(K)
     return np.array(interp.grid, dtype=np.float64), np.array(interp.weights, dtype=np.float64)
 
 
