@@ -169,11 +169,10 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
         xs += (py if identity else py @ basis.T) - np.stack([t2, c1 * tb]) @ pe
         w_sum += cw[2:].sum(axis=1)
         # sum_i w_i pe_i pe_i^T for both weights: the weighted rows built as (2, k, m) from one
-        # contiguous transpose of pe (inner loops along the rows), then one product each
+        # contiguous transpose of pe (inner loops along the rows), then one (2k, m) @ (m, k) product
         wq = wbuf[:, :, :pe.shape[0]]
         np.multiply(np.ascontiguousarray(pe.T), cw[2:, None, :], out=wq)
-        for q in range(2):
-            xm[q] -= wq[q] @ pe
+        xm -= (wq.reshape(2 * k, -1) @ pe).reshape(2, k, k)
     out["proj_counts"] += proj_counts.reshape(P, NB)
     out["xcov_sums"] += xs
     for q in range(2):
