@@ -1,38 +1,26 @@
 """The optimal list rule: an exact selection rule whose acceptance is the list-coupling bound.
 
 A node has ``K`` iid children with rank-1 coordinates ``s_1..s_K ~ N(0, 1)`` and target
-``f = N(delta, 1)``.  Any rule that selects one child and then couples it maximally with ``f``
-accepts with probability ``int min(f, g)``, ``g`` the selected law, and no exact list coupling
-beats ``alpha*(K, delta) = min_t J(t)``, ``J(t) = Phi(t - delta) + 1 - Phi(t)^K``
-(``proofs/P5-list-coupling-bound.md``).  This module builds a rule that attains it
+``f = N(delta, 1)``.  No exact list coupling accepts more often than
+``alpha*(K, delta) = min_t J(t)``, ``J(t) = Phi(t - delta) + 1 - Phi(t)^K``
+(``proofs/P5-list-coupling-bound.md``); this module builds the rule that attains it
 (``proofs/P10-optimal-list-rule.md``):
 
-* ``t_a`` solves ``Phi(t)^K = Phi(t - delta)``; the target selected law is
-  ``g* = f`` on ``(-inf, t_a)`` and ``g* = K phi Phi^(K-1)`` (law of the maximum) on
-  ``[t_a, inf)``; ``int min(f, g*) = J(t*) = alpha*`` with ``t*`` the larger root of
+* ``t_a`` solves ``Phi(t)^K = Phi(t - delta)``; the selected law is ``g* = f`` on
+  ``(-inf, t_a)`` and ``K phi Phi^(K-1)`` (law of the maximum) on ``[t_a, inf)``, and
+  ``int min(f, g*) = J(t*)``, with ``t_lo < t*`` the roots of
   ``h(t) = delta t - delta^2/2 - log K - (K-1) log Phi(t)``.
-* **Private priorities.**  Every child carries a key.  A child with ``s >= t_a`` keeps its own
-  ``s``.  A child with ``s < t_a`` keeps it with probability ``1 - q(s)``; otherwise its key is a
-  *fake score* drawn afresh from ``nu(x) ~ phi(x) q(x)`` on ``(-inf, t_a)``.  The child with the
-  largest key is selected.  With ``c = Phi(t_a)``, ``a(s) = (Phi(s)/c)^(K-1)``,
-  ``m(s) = f(s) / (K phi(s) c^(K-1))`` and ``M = a(t_lo)`` (``t_lo`` the smaller root of ``h``),
-
-      q(s) = (m(s) - a(s)) / (M - a(s))  in [0, 1],
-
-  keys are iid and uniform in the ``Phi`` scale, and ``E[Phi(key)^(K-1) | s] = f/(K phi)`` below
-  ``t_a``, so the selected law is exactly ``g*``.
-
-All roots are found per row by vectorised safeguarded iterations, so per-row deltas cost a few
-dozen array evaluations and no Python loop over rows.  ``t_a`` is the sign change of
-``S(t) = log(-log Phi(t - delta)) - log K - log(-log Phi(t))``, well conditioned at every
-``K >= 2`` and ``delta > 0`` (also where ``Phi(t)^K < 1e-16`` or ``Phi`` rounds to 1).
-
-**Certificate.**  Every solve is checked (P10.6), on the scalar and on the vectorised path: root
-order ``t_lo < t_a <= t*``; mass defect ``|D(t_a)| <= 1e-12``, ``D = Phi^K - Phi(. - delta)``,
-which bounds the total variation between the verifier's output and the target
-(``proofs/P10-optimal-list-rule.md``, P10.7: ``TV = |D(t_a)|`` exactly for exact ``t_lo, t*``);
-and the acceptance against an independently solved bound.  A failure raises
-:class:`ListRuleCertificateError`, a ``ValueError`` naming ``K``, ``delta`` and the check.
+* **Private priorities** (P10.5): a child with ``s >= t_a`` keeps ``s`` as its key; a child with
+  ``s < t_a`` gets, with probability ``q(s) = (m - a) / (M - a)``, a fake key drawn from
+  ``nu ~ phi q`` on ``(-inf, t_a)``; the largest key is selected.
+* **Numerics** (P10.6): every root is found per row by vectorised safeguarded iterations (no
+  Python loop over rows); ``t_a`` is the sign change of the log-space form
+  ``S(t) = log(-log Phi(t - delta)) - log K - log(-log Phi(t))``, well conditioned at every
+  ``K >= 2`` and ``delta > 0``.
+* **Certificate** (P10.6, on every path): ``t_lo < t_a <= t*``; mass defect ``|D(t_a)| <= 1e-12``,
+  ``D = Phi^K - Phi(. - delta)``, which is the total variation between the verifier's output and
+  the target (P10.7); and the acceptance against an independently solved bound.  A failure
+  raises :class:`ListRuleCertificateError`, a ``ValueError`` naming ``K``, ``delta`` and the check.
 """
 from __future__ import annotations
 
@@ -41,13 +29,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import erf, erfc, log_ndtr, ndtri_exp
+from scipy.special import erf, erfc, log_ndtr, ndtr, ndtri_exp
 
 from .._validation import check_delta, check_K
 from ..backend import chandrupatla, get_backend
 
 __all__ = ["CERTIFICATE_TOL", "ListRuleCertificateError", "ListRuleParams", "OptimalListRule",
-           "optimal_list_acceptance", "optimal_list_rule", "solve_list_rule", "rule_params",
+           "optimal_list_rule", "solve_list_rule", "rule_params",
            "OptimalListLaw"]
 
 _LOG_SQRT_2PI = 0.91893853320467274178
@@ -102,16 +90,8 @@ def _log_Phi(x):
     nx = get_backend(x)
     if nx.name == "torch":
         return nx.log_ndtr(x)
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 0:
-        with np.errstate(divide="ignore"):
-            return nx.where(x > 0, nx.log1p(-nx.ndtr(-nx.abs(x))), nx.log_ndtr(nx.minimum(x, 0.0)))
-    # each branch on its own elements (the same values as ``where`` over both, half the work)
-    out = np.empty_like(x)
-    pos = x > 0
-    out[pos] = np.log1p(-nx.ndtr(-x[pos]))
-    out[~pos] = nx.log_ndtr(x[~pos])
-    return out
+    with np.errstate(divide="ignore"):
+        return _by_branch(x > 0, lambda x: np.log1p(-ndtr(-np.abs(x))), lambda x: log_ndtr(np.minimum(x, 0.0)), x)
 
 
 def ndtri_exp_nx(lp):
@@ -161,10 +141,7 @@ def _psi_right(x):
     """:func:`_psi` right of 0: ``log Q + log r``."""
     nx = get_backend(x)
     lq = nx.log_ndtr(-nx.abs(x))
-    q = nx.exp(lq)
-    tiny = q < 1e-300
-    r = nx.where(tiny, 1.0, -nx.log1p(-q) / nx.where(tiny, 1.0, q))
-    return lq + nx.log(r)
+    return lq + _log_r_of(nx, nx.exp(lq))
 
 
 def _psi_left(x):
@@ -208,8 +185,12 @@ def _newton_convex(t, K, delta, *, from_right: bool, max_iter: int = 200):
 def _log_r(x):
     """``log(-log1p(-Q(x)) / Q(x))`` for ``x > 0`` (in ``[0, 0.33]``; ``0`` once ``Q < 1e-300``)."""
     nx = get_backend(x)
+    return _log_r_of(nx, nx.ndtr(-nx.abs(x)))
+
+
+def _log_r_of(nx, q):
+    """``log(-log1p(-q) / q)``, ``0`` once ``q < 1e-300`` (:func:`_log_r`, :func:`_psi_right`)."""
     with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-        q = nx.ndtr(-nx.abs(x))
         tiny = q < 1e-300
         return nx.where(tiny, 0.0, nx.log(-nx.log1p(-q) / nx.where(tiny, 1.0, q)))
 
@@ -377,12 +358,10 @@ class ListRuleParams:
         The checks of P10.6, vectorised over rows: root finding converged with
         ``t_lo < t_a <= t*``; ``mass_defect <= CERTIFICATE_TOL``; ``|gap| <= CERTIFICATE_TOL``.
         """
-        masks = _check_masks(self)
-        bad = np.flatnonzero(masks[0] | masks[1] | masks[2])
-        if bad.size:
-            i = int(bad[0])
-            raise ListRuleCertificateError(int(self.K.reshape(-1)[i]), float(self.delta.reshape(-1)[i]),
-                                           _row_reason(self, i, masks))
+        failed = self.failed_checks()
+        if failed:
+            i, reason = failed[0]
+            raise ListRuleCertificateError(int(self.K.reshape(-1)[i]), float(self.delta.reshape(-1)[i]), reason)
         return self
 
 
@@ -839,19 +818,15 @@ def draw_fake_scores(p: ListRuleParams, rng, size: int, max_rounds: int = 100_00
 
     Notes
     -----
-    Envelope ``q(x) <= env(x)``, ``env = 2 m(x)/M`` below ``b`` (where ``2 m(b) = M``) and ``1`` on
-    ``[b, t_a)``: below ``b < t_lo`` one has ``a < M`` and ``m <= M/2``, so
-    ``q = (m - a)/(M - a) <= m/M`` (``proofs/P10-optimal-list-rule.md``, Lemma 3).  Since
-    ``e^{delta x - delta^2/2} phi(x) = phi(x - delta)``, ``phi env`` is a mixture of ``phi(. - delta)``
-    on ``(-inf, b)`` (mass ``exp(log_m0) Phi(b - delta)``) and ``phi`` on ``[b, t_a)`` (mass
-    ``c - Phi(b)``), both drawn by inverse CDF in log space (:func:`ndtri_exp_nx`).  A proposal is
-    accepted with probability ``q(x)/env(x)``.  At large ``K delta`` ``q`` decays like
-    ``e^{delta (x - t_lo)}`` below ``t_lo``, where the plain proposal ``Phi^{-1}(c U)`` was accepted
-    2% of the time (``K = 1024``, ``delta = 37``); this envelope keeps the rate near ``1/2`` or
-    above.  Each round draws ``(3, pending, 1)`` uniforms, one proposal per pending key, the same
+    Envelope ``q <= env``: ``env = 2 m/M`` below ``b`` (where ``2 m(b) = M``), ``1`` on ``[b, t_a)``
+    (``proofs/P10-optimal-list-rule.md``, P10.6 and Lemma 3).  ``phi env`` is a mixture of
+    ``phi(. - delta)`` on ``(-inf, b)`` (mass ``exp(log_m0) Phi(b - delta)``) and ``phi`` on
+    ``[b, t_a)`` (mass ``c - Phi(b)``), both drawn by inverse CDF in log space
+    (:func:`ndtri_exp_nx`); a proposal is accepted with probability ``q(x)/env(x)`` (near ``1/2``
+    or above, also at ``K = 1024``, ``delta = 37`` where the plain proposal ``Phi^{-1}(c U)`` had
+    2%).  Each round draws ``(3, pending, 1)`` uniforms, one proposal per pending key, the same
     layout on both back ends (torch checks on the host once per round whether every key is done;
-    with acceptance above ``1/2`` about ``log2(size)`` rounds).  More proposals per round cost
-    more than the rounds they save: 4 per round made the NumPy verifier 36% slower.
+    about ``log2(size)`` rounds); 4 proposals per round made the NumPy verifier 36% slower.
     """
     nx = get_backend(p.delta)
     draw = _uniform_source(rng, p.delta)
@@ -1012,7 +987,7 @@ class OptimalListRule:
             raise ListRuleCertificateError(self.K, self.delta, self.status)
 
     def _rows(self, n: int) -> ListRuleParams:
-        return ListRuleParams(*(np.repeat(getattr(self.params, f), n) for f in self.params.__dataclass_fields__))
+        return self.params.take(np.zeros(n, dtype=np.int64))
 
     def selected_logpdf(self, s) -> np.ndarray:
         """``log g*(s)``."""
@@ -1108,17 +1083,13 @@ def _cached_rule(K: int, delta: float) -> OptimalListRule:
     return OptimalListRule(K, delta, p, acc, rej, bound.acceptance, gap, "optimal")
 
 
-#: batches with at most this many distinct deltas reuse the cached per-value solves
-_CACHED_VALUES = 32
-
-
 def rule_params(K: int, delta: np.ndarray) -> ListRuleParams:
     """Certified rule constants for ``K`` children at every ``delta`` of a batch (one row when shared).
 
-    Every check of ``proofs/P10-optimal-list-rule.md`` (P10.6) runs on every path: up to
-    ``_CACHED_VALUES`` distinct deltas reuse the cached scalar rules (which also compare with
-    :func:`rass_theory.acceptance_bound`); larger batches solve and check every distinct value
-    in one vectorised pass (:meth:`ListRuleParams.certify`).
+    Every check of ``proofs/P10-optimal-list-rule.md`` (P10.6) runs on every path: one distinct
+    delta reuses the cached scalar rule (which also compares with
+    :func:`rass_theory.acceptance_bound`); several are solved and checked in one vectorised pass
+    over the distinct values (:meth:`ListRuleParams.certify`).
 
     Raises
     ------
@@ -1127,17 +1098,6 @@ def rule_params(K: int, delta: np.ndarray) -> ListRuleParams:
         (never a silently wrong rule).
     """
     values, inverse = np.unique(delta, return_inverse=True)
-    if values.size <= _CACHED_VALUES:
-        rules = [optimal_list_rule(K, float(v)) for v in values]  # raises if not certified
-        if values.size == 1:
-            return rules[0].params
-        table = ListRuleParams(*(np.concatenate([getattr(r.params, f) for r in rules])
-                                       for f in ListRuleParams.__dataclass_fields__))
-    else:
-        table = solve_list_rule(K, values).certify()
-    return table.take(inverse.reshape(-1))
-
-
-def optimal_list_acceptance(K, delta) -> float:
-    """Exact acceptance of the optimal list rule (``= acceptance_bound(K, delta)``)."""
-    return optimal_list_rule(K, delta).acceptance
+    if values.size == 1:
+        return optimal_list_rule(K, float(values[0])).params  # raises if not certified
+    return solve_list_rule(K, values).certify().take(inverse.reshape(-1))
