@@ -339,8 +339,10 @@ class RankLaw:
         nx, K = self.nx, self.K
         B = self._col(self._pdf_coef, 0) * (q if K > 1 else nx.zeros_like(q) + 1.0)
         pj = p
-        for j in range(1, K):
-            B = (B * q if j > 1 else B) + self._col(self._pdf_coef, j) * pj
+        for j in range(1, K):              # in place (B has the full shape): no temporary per step
+            if j > 1:
+                B *= q
+            B += self._col(self._pdf_coef, j) * pj
             pj = pj * p if j < K - 1 else pj
         with np.errstate(divide="ignore"):
             out = nx.log(B)
