@@ -67,6 +67,10 @@ def _by_branch(cond, f_yes, f_no, *args):
             return tuple(nx.where(cond, a, b) for a, b in zip(yes, no))
         return nx.where(cond, yes, no)
     args = np.broadcast_arrays(cond, *(np.asarray(a, dtype=np.float64) for a in args))[1:]
+    n_yes = np.count_nonzero(cond)
+    if n_yes in (0, cond.size):                        # one branch everywhere: no gathers
+        out = (f_yes if n_yes else f_no)(*args)
+        return tuple(np.array(a) for a in out) if isinstance(out, tuple) else np.array(out)
     yes = f_yes(*(a[cond] for a in args))
     no = f_no(*(a[~cond] for a in args))
     if not isinstance(yes, tuple):

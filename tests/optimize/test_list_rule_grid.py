@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import rass_theory as rt
 from rass_theory.optimize import list_rule as lr
@@ -74,6 +75,35 @@ def test_dense_grid_matches_mpmath(K):
             assert a == b or abs(a - b) <= 1e-13 * max(1.0, abs(b)), (K, delta, f, a, b)
 
 
+def test_few_distinct_deltas_take_the_vectorised_path_with_the_scalar_constants():
+    """rule_params on 2..32 distinct deltas: one vectorised solve (no per-value loop), constants
+    bit-identical to the cached scalar rules, rows in the batch's order, every check run."""
+    deltas = np.array([2.5, 0.004, 0.7, 2.5, 31.0, 0.7, 1e-3])
+    for K in (2, 5, 1024):
+        p = lr.rule_params(K, deltas)
+        assert p.delta.shape == deltas.shape and np.array_equal(p.delta, deltas)
+        for i, d in enumerate(deltas):
+            q = rt.optimal_list_rule(K, float(d)).params
+            for f in p.__dataclass_fields__:
+                assert np.array_equal(getattr(p, f)[i], getattr(q, f)[0], equal_nan=True), (K, d, f)
+    shared = lr.rule_params(4, np.full(9, 0.3))
+    assert shared.delta.shape == (1,) and shared is rt.optimal_list_rule(4, 0.3).params
+
+
+def test_by_branch_one_branch_everywhere_matches_the_split():
+    """``_by_branch`` with every element on one side (no gathers) gives the values of ``where``."""
+    x = np.linspace(0.5, 9.0, 50)
+    for v in (x, -x, np.concatenate([x, -x])):
+        got = lr._log_Phi(v)
+        with np.errstate(divide="ignore"):
+            want = np.where(v > 0, np.log1p(-stats.norm.sf(v)), stats.norm.logcdf(np.minimum(v, 0.0)))
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+    pair = lr._by_branch(x > 0, lambda a: (a, 2 * a), lambda a: (-a, a), x)
+    assert isinstance(pair, tuple) and np.array_equal(pair[1], 2 * x)
+    pair[0][0] = 7.0                                   # a fresh array, not a view of the input
+    assert x[0] == 0.5
+
+
 def test_vectorised_solve_certifies_the_fast_grid():
     """> 32 distinct deltas per K (the path that skipped two checks before): all certified."""
     deltas = np.geomspace(1e-3, 40.0, 200)
@@ -117,7 +147,7 @@ def test_certify_names_the_gap_and_convergence():
 
 
 def test_verifier_raises_value_error_on_uncertified_batch(monkeypatch):
-    """rule_params on > 32 distinct deltas certifies every row; a failure is a ValueError."""
+    """rule_params on several distinct deltas certifies every row; a failure is a ValueError."""
     import importlib
 
     vol = importlib.import_module("rass_theory.verifiers.optimal_list")
