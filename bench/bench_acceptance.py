@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 
 import rass_theory as rt
-from rass_theory.exact import dgrs
+from rass_theory.exact.laws import DGRSLaw
 
 
 def naive_scipy_dgrs(K: int, delta: float) -> float:
@@ -49,7 +49,7 @@ def main():
         d_arr = np.array([delta])
         t_fast = per_call_us(lambda: rt.acceptance("dgrs", K, delta), number=20000)
         t_naive = per_call_us(lambda: naive_scipy_dgrs(K, delta), number=500)
-        t_vec = per_call_us(lambda: dgrs._row_levels(K, d_arr), number=2000)
+        t_vec = per_call_us(lambda: DGRSLaw(K, d_arr).P, number=2000)
         assert abs(naive_scipy_dgrs(K, delta) - rt.acceptance("dgrs", K, delta)) < 1e-9
         print(f"{delta:>8g}  {t_fast:>14.2f}  {t_naive:>12.2f}  {t_vec:>15.2f}  {t_naive / t_fast:>17.1f}x")
     print()

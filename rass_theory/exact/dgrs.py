@@ -338,13 +338,6 @@ def dgrs_residual_masses(K, delta) -> np.ndarray:
 # vectorised over rows (each row its own delta): the helpers the verifiers use
 # ---------------------------------------------------------------------------------------------
 
-def _row_levels(k: int, delta: np.ndarray):
-    """Per-row ``(c_k, P_k, T_k)`` for a level ``k >= 0`` from the one recursion,
-    :class:`rass_theory.exact.laws.DGRSLaw` (``k = 0``: ``(-inf, 1, -1)``)."""
-    lv = DGRSLaw(max(int(k), 1), np.asarray(delta, dtype=np.float64))
-    return lv.c[:, k], lv.P[:, k], lv.T[:, k]
-
-
 def _check_rows(delta, s, s_name: str):
     delta = check_delta(delta, allow_array=True)
     delta = np.atleast_1d(np.asarray(delta, dtype=np.float64))
