@@ -216,12 +216,10 @@ def _S_tail(t, K, delta):
 def _sign_D(t, K, delta):
     """``S(t) = psi(t - delta) - log K - psi(t)``: the sign of ``D(t) = Phi(t)^K - Phi(t - delta)``.
 
-    ``D > 0  <=>  K log Phi(t) > log Phi(t - delta)  <=>  log(-K log Phi(t)) < psi(t - delta)``.
-    Both sides are logs of positive numbers computed with relative accuracy (:func:`_psi`), so
-    ``S`` is well conditioned also where ``Phi(t)^K`` and ``Phi(t - delta)`` are both below
-    ``1e-16`` (large ``delta``) or both round to 1 (small ``delta``); no branch on the sign of
-    ``t``.  Where ``t - delta > 0`` the two ``psi`` (each about ``-t^2/2``) are differenced
-    analytically (:func:`_S_tail`).
+    ``D > 0`` iff ``log K + psi(t) < psi(t - delta)``; both ``psi`` have relative accuracy
+    (:func:`_psi`), so ``S`` is well conditioned where ``Phi(t)^K`` and ``Phi(t - delta)`` are both
+    below ``1e-16`` or both round to 1; right of ``delta`` the two ``psi`` are differenced
+    analytically (:func:`_S_tail`; ``proofs/P10-optimal-list-rule.md``, P10.6).
     """
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         v = _by_branch(t - delta > 0, _S_tail, _S_body, t, K, delta)
@@ -236,17 +234,11 @@ def _S_body(t, K, delta):
 def _log_E_parts(t, K, delta):
     """``(L1, Delta)`` with ``D(t) = Phi(t)^K - Phi(t - delta) = exp(L1) (1 - exp(Delta))``.
 
-    The form is chosen by the size of ``Phi(t)^K`` (not the sign of ``t``):
-
-    * ``Phi(t)^K < 1/2``: ``L1 = K log Phi(t)``, ``Delta = log Phi(t - delta) - L1``;
-    * ``Phi(t)^K >= 1/2``: ``D = Q(t - delta) - (1 - Phi(t)^K)``, ``L1 = log Q(t - delta)`` and
-      ``Delta = log(1 - Phi(t)^K) - L1``, with ``log(1 - Phi^K) = log(-y) + log(expm1(y)/y)``,
-      ``y = K log Phi(t) = -exp(log K + psi(t))``; where ``t - delta > 0`` it is
-      ``Delta = -S(t) + log r(t - delta) + log(expm1(y)/y)`` (:func:`_S_tail`), free of the
-      cancellation of two logs of size ``t^2/2``.
-
-    Every term is computed with relative accuracy, so ``D`` inherits only the conditioning of
-    the difference itself.
+    The form is chosen by the size of ``Phi(t)^K`` (not the sign of ``t``): below 1/2,
+    ``L1 = K log Phi(t)``; otherwise ``L1 = log Q(t - delta)`` and ``Delta = log(1 - Phi(t)^K) - L1``
+    with ``log(1 - Phi^K)`` from ``psi`` (right of ``delta`` through :func:`_S_tail`, free of the
+    cancellation of two logs of size ``t^2/2``).  Every term has relative accuracy, so ``D``
+    inherits only the conditioning of the difference (``proofs/P10-optimal-list-rule.md``, P10.6).
     """
     L1a = K * _log_Phi(t)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
@@ -620,20 +612,15 @@ def solve_list_rule(K, delta) -> ListRuleParams:
 
     Notes
     -----
-    ``t*`` by monotone Newton on the convex ``h`` from ``delta/2 + log(K)/delta`` (as in
-    :mod:`rass_theory.exact.bound`); ``t_lo`` by monotone Newton from
-    ``-delta - sqrt(2 delta^2 + 2 log K) - 1``, where ``h > 0`` and ``h' < 0``; ``t_a`` by
+    ``t*`` and ``t_lo`` by monotone Newton on the convex
+    ``h(t) = delta t - delta^2/2 - log K - (K-1) log Phi(t)`` from outer starts; ``t_a`` by
     Chandrupatla's method on ``(t_lo, t*)`` applied to
     ``S(t) = log(-log Phi(t - delta)) - log K - log(-log Phi(t))``, which has the sign of
-    ``D = Phi^K - Phi(. - delta)`` and is well conditioned in both tails; ``D`` changes sign
-    exactly once there.  The certificate: ``mass_defect = |D(t_a)|`` bounds the total variation
-    between the verifier's output and the target; ``gap`` compares ``J(t*)`` with ``J`` at an
-    independent bracketing solve of ``h`` on ``((t_lo + t*)/2, delta + 2 log(K)/delta + 1)``, which
-    contains only the larger root (``proofs/P10-optimal-list-rule.md``, P10.4 and P10.6).  Where
-    one ``K`` has at least ``_TABLE_MIN_ROWS`` rows, the starts and brackets are narrowed by a
-    cached per-``K`` table over ``log delta`` (:func:`_table_guess`; the same solvers, the wide
-    start or bracket wherever a narrow one does not hold), so the constants equal the wide
-    solve's to the solvers' tolerances.
+    ``D = Phi^K - Phi(. - delta)``; ``mass_defect = |D(t_a)|``; ``gap = J(t*) - J(t_B)`` with ``t_B``
+    an independent bracketing solve of ``h``.  Where one ``K`` has at least ``_TABLE_MIN_ROWS`` rows
+    the starts and brackets are narrowed by a cached per-``K`` table (:func:`_table_guess`), with
+    the wide ones wherever a narrow one does not hold.  Starts, brackets and proofs:
+    ``proofs/P10-optimal-list-rule.md``, P10.4 and P10.6.
     """
     delta = np.atleast_1d(np.asarray(delta, dtype=np.float64))
     K = np.broadcast_to(np.asarray(K, dtype=np.float64), delta.shape).copy()
@@ -914,21 +901,21 @@ def sample_residual(p: ListRuleParams, u):
         target = nx.log1p(-nx.minimum(u, 1.0 - _EPS)) + log_rej
     lo = t_star
     hi = nx.maximum(delta - ndtri_exp_nx(target), lo)
-    x = nx.find_root(_residual_excess, lo, hi, args=(K, delta, target))
-    if nx.name == "numpy":
-        # E(hi) <= Q(hi - delta) = exp(target) holds exactly, but when 1 - Phi(hi)^K is below the
-        # rounding of Q(hi - delta) the computed excess at hi is +-1 ulp and the bracket looks
-        # invalid: the root is then the bracket end whose excess is zero to rounding (find_root
-        # returns it); anything else breaks the certificate
-        f_lo, f_hi = _residual_excess(lo, K, delta, target), _residual_excess(hi, K, delta, target)
-        bad = (f_lo > 0) == (f_hi > 0)
-        bad &= (f_lo != 0) & (f_hi != 0)
-        worst = np.where(bad, np.minimum(np.abs(f_lo), np.abs(f_hi)), 0.0)
-        if np.max(worst) > 1e-12:
-            i = int(np.argmax(worst))
-            raise ListRuleCertificateError(int(K[i]), float(delta[i]),
-                                           "residual draw: root bracketing failed (excess at both ends > 1e-12)")
-    return x
+    args = (K, delta, target)
+    if nx.name != "numpy":
+        return nx.find_root(_residual_excess, lo, hi, args=args)
+    # E(hi) <= Q(hi - delta) = exp(target) holds exactly, but when 1 - Phi(hi)^K is below the
+    # rounding of Q(hi - delta) the computed excess at hi is +-1 ulp and the bracket looks
+    # invalid: the root is then the bracket end whose excess is zero to rounding (find_root
+    # returns it); anything else breaks the certificate
+    ends = _residual_excess(lo, *args), _residual_excess(hi, *args)
+    bad = ((ends[0] > 0) == (ends[1] > 0)) & (ends[0] != 0) & (ends[1] != 0)
+    worst = np.where(bad, np.minimum(np.abs(ends[0]), np.abs(ends[1])), 0.0)
+    if np.max(worst) > 1e-12:
+        i = int(np.argmax(worst))
+        raise ListRuleCertificateError(int(K[i]), float(delta[i]),
+                                       "residual draw: root bracketing failed (excess at both ends > 1e-12)")
+    return nx.find_root(_residual_excess, lo, hi, args=args, values=ends)
 
 
 def _residual_excess(x, K, delta, target):

@@ -31,29 +31,24 @@ class OptimalListVerifier(KernelVerifier):
 
     Notes
     -----
-    Per row (its own ``delta``): children with ``s >= t_a`` keep their score as key; a child
-    with ``s < t_a`` gets, with probability ``q(s)``, a fake key drawn from ``nu ~ phi q`` on
-    ``(-inf, t_a)``; the largest key is selected.  Its ``s`` has law
-    ``g* = f 1{s < t_a} + K phi Phi^(K-1) 1{s >= t_a}``.  Accept w.p. ``min(1, f/g*)`` (always
+    Per row (its own ``delta``) the private-priority rule selects a child whose ``s`` has law
+    ``g* = f 1{s < t_a} + K phi Phi^(K-1) 1{s >= t_a}``; accept w.p. ``min(1, f/g*)`` (always
     below ``t_a``), else draw ``s'`` from ``(f - g*)_+ / (1 - alpha*)`` on ``[t*, inf)`` by inverse
-    CDF and rebuild ``child + sigma (s' - s) e``.  Exact because the ratio uses the selected law
-    that the selection realises at that row's ``delta`` (``proofs/P2-rass-exactness.md``,
-    ``proofs/P10-optimal-list-rule.md``); acceptance ``alpha*(K, delta)``.
+    CDF and rebuild ``child + sigma (s' - s) e``.  Exact because the ratio uses the law that the
+    selection realises at that row's ``delta``; acceptance ``alpha*(K, delta)``
+    (``proofs/P2-rass-exactness.md``, ``proofs/P10-optimal-list-rule.md``).  The verifier is
+    :func:`rass_theory.verifiers.kernels.rank_kernel` with the rule's pieces from
+    :mod:`rass_theory.optimize.list_rule` (one code for both back ends).
 
-    The per-row constants are solved and certified on the host (:func:`rule_params`; every check
-    of P10.6, a :class:`~rass_theory.optimize.list_rule.ListRuleCertificateError` naming ``K``,
-    ``delta`` and the check if one fails), so a torch batch copies its ``n`` deltas to the host
-    once; the fake keys are drawn by rejection sampling (one host check per round).  Everything
-    else runs on the inputs' device.
+    The per-row constants are solved and certified on the host (:func:`rule_params`, every check
+    of P10.6, a :class:`~rass_theory.optimize.list_rule.ListRuleCertificateError` if one fails),
+    so a torch batch copies its ``n`` deltas to the host once; the fake keys are drawn by
+    rejection sampling (one host check per round); everything else runs on the inputs' device.
 
-    The verifier is :func:`rass_theory.verifiers.kernels.rank_kernel` with the rule's pieces: the
-    private-priority *select* piece, the log ratio of ``g*`` and the rule's residual
-    (:mod:`rass_theory.optimize.list_rule`, one code for both back ends).
-
-    Random numbers: ``(n, 3)`` uniforms up front (the kernel's layout: column 0 unused, accept,
-    residual), then ``(n, K)`` keep decisions, then a data-dependent number of uniforms for the
-    fake keys (three per proposal; :func:`rass_theory.optimize.list_rule.draw_fake_scores`),
-    then fresh orthogonal parts if requested.
+    Random numbers: ``(n, 3)`` uniforms up front (column 0 unused, accept, residual), then
+    ``(n, K)`` keep decisions, then three uniforms per fake-key proposal
+    (:func:`rass_theory.optimize.list_rule.draw_fake_scores`), then fresh orthogonal parts if
+    requested.
     """
 
     name = "optimal_list"
