@@ -142,14 +142,15 @@ class Rank1Frame:
         n, d = mu_draft.shape
         sig = _as_sigma(sigma, n, dtype)
         diff = np.subtract(mu_target, mu_draft, dtype=dtype)
-        with np.errstate(over="ignore", invalid="ignore"):
-            finite = np.isfinite(np.add.reduce(diff, axis=None)) or np.all(np.isfinite(diff))
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            norm = np.sqrt(np.einsum("nd,nd->n", diff, diff))
+        # a NaN or infinite entry of diff makes its row's norm so (as does an overflowing square,
+        # which the exact check of those rows tells apart)
+        finite = np.isfinite(np.add.reduce(norm)) or np.all(np.isfinite(diff[~np.isfinite(norm)]))
         if not finite:
             # mu_draft is finite: diff is not only where mu_target is not, or where it overflowed
             check_finite(mu_target, "mu_target")
             raise ValueError("mu_target - mu_draft overflows the dtype; rescale the means")
-        with np.errstate(over="ignore", under="ignore"):
-            norm = np.sqrt(np.einsum("nd,nd->n", diff, diff))
         direction = diff
         # rows whose squared norm under- or overflowed are rescaled by their largest entry
         rescale = ~((norm > np.sqrt(np.finfo(dtype).tiny)) & np.isfinite(norm))
