@@ -16,8 +16,8 @@ from scipy.special import betaincinv, ndtr
 from rass_theory._validation import as_generator, check_delta, check_positive_int, check_weights
 from rass_theory.backend import NUMPY
 from rass_theory.exact.batch import sample_residual_rejection
-from rass_theory.exact.laws import rank_law, residual_intervals, sample
-from rass_theory.exact.normal import log_phi, quantile_from_tails, shift_difference
+from rass_theory.exact.laws import cdf_difference, rank_law, residual_intervals, sample
+from rass_theory.exact.normal import log_phi, quantile_from_tails
 from rass_theory.exact.order_stats import (
     mixture_cdf_excess,
     mixture_density_excess,
@@ -243,22 +243,21 @@ class ResidualLaw:
         return np.maximum(self._diff_density(s), 0.0) / self.mass
 
     def cdf(self, s):
-        """``int_{-inf}^s (f - g_w)_+ / TV`` from the closed-form interval masses."""
+        """``int_{-inf}^s (f - g_w)_+ / TV`` from the closed-form interval masses ``D(b) - D(a)``."""
         s = _as_points(s)
         if self.mass == 0:
             return ndtr(s - self.delta)
-        x = s[..., None]
         a = self.intervals[:, 0]
-        b = self.intervals[:, 1]
-        lo = np.clip(x, a, b)
-        fin_a = np.isfinite(a)
-        a0 = np.where(fin_a, a, 0.0)
-        lo0 = np.where(np.isfinite(lo), lo, 0.0)
-        D = lambda y, fin: np.where(fin, shift_difference(y, self.delta), 0.0)  # noqa: E731
-        E = lambda y, fin: np.where(fin, mixture_cdf_excess(self.weights, y), 0.0)  # noqa: E731
-        part = (D(lo0, np.isfinite(lo)) - D(a0, fin_a)) - (E(lo0, np.isfinite(lo)) - E(a0, fin_a))
+        part = self._D(np.clip(s[..., None], a, self.intervals[:, 1])) - self._D(a)
         part = np.clip(part, 0.0, self.interval_masses)
         return np.clip(part.sum(axis=-1) / self.mass, 0.0, 1.0)
+
+    def _D(self, x):
+        """``D = F - G`` at ``x`` (any shape; 0 at ``+-inf``): :func:`rass_theory.exact.laws.cdf_difference`."""
+        out = np.zeros(x.shape)
+        fin = np.isfinite(x)
+        out[fin] = cdf_difference(self._law, x[fin], np.full(int(fin.sum()), self.delta))
+        return out
 
     def ppf(self, q):
         """Inverse CDF: the engine's draw (:func:`rass_theory.exact.laws.sample`) at ``u = q``."""
