@@ -161,8 +161,9 @@ def unit_directions(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     # independent uniform signs, one random bit each, flipped into the IEEE sign bit (the same
     # values as multiplying by 1 - 2 bit)
     bits = np.unpackbits(np.frombuffer(rng.bytes(-(-(n * d) // 8)), np.uint8), count=n * d)
+    signs = np.left_shift(bits, np.uint64(63), out=work_array("node.sign_bits", n * d, np.uint64), dtype=np.uint64)
     flips = dirs.reshape(-1).view(np.uint64)
-    flips ^= bits.astype(np.uint64) << np.uint64(63)
+    flips ^= signs
     return dirs
 
 
