@@ -4,7 +4,7 @@ Ratios against drawing the children (``rng.standard_normal((n, K, d))``) in the 
 CPU seconds (``time.process_time``, best of ``--repeats``), one thread, the batch of
 ``bench/bench_law_engine.py`` (``delta_i`` log-uniform on ``[0.05, 3]``, and one shared
 ``delta = 1``).  Rows: ``rule_params`` on ``n`` distinct deltas (solve + P10.6 certificate), the
-NumPy ``optimal_list`` verifier per-row and single-delta.  Only public APIs present in both trees
+NumPy and torch (CPU) ``optimal_list`` verifiers per-row and single-delta, timed in turn.  Only public APIs present in both trees
 are used, so ``PYTHONPATH=/tmp/before`` gives the before figures.
 
 Usage::
@@ -23,21 +23,34 @@ from bench_law_engine import cpu_best, make_batch
 
 
 def measure(n, K, d, repeats):
+    """CPU seconds of each job and of the child draw, timed in turn (draw, NumPy, torch, ...), best of
+    ``repeats`` each; a ratio is a job's best over the draw's best of the same rounds."""
+    import torch
+
     from rass_theory import verifiers as V
+    from rass_theory.torch import verifiers as TV
     from rass_theory.verifiers.optimal_list import rule_params
 
+    torch.set_num_threads(1)
     rng = np.random.default_rng(0)
-    draw = cpu_best(lambda: rng.standard_normal((n, K, d)), repeats)
-    out = dict(n=n, K=K, d=d, draw_seconds=draw)
+    draw = lambda: rng.standard_normal((n, K, d))          # noqa: E731
     delta = np.exp(np.random.default_rng(3).uniform(np.log(0.05), np.log(3.0), n))
-    out["solve"] = cpu_best(lambda: rule_params(K, delta), repeats)
-    v = V.optimal_list()
+    jobs = {"solve": lambda: rule_params(K, delta)}
+    v, tv = V.optimal_list(), TV.optimal_list()
     for per_row in (True, False):
+        key = "per-row" if per_row else "single"
         children, mu_d, mu_t, sigma = make_batch(n, K, d, per_row, np.random.default_rng(1))
-        call = (lambda: v(children, mu_d, mu_t, sigma, np.random.default_rng(2)))
-        call()
-        out["per-row" if per_row else "single"] = cpu_best(call, repeats)
-    return out
+        tensors = tuple(torch.from_numpy(np.ascontiguousarray(x)) for x in (children, mu_d, mu_t))
+        jobs[key] = (lambda c=children, a=mu_d, b=mu_t, s=sigma: v(c, a, b, s, np.random.default_rng(2)))
+        jobs["torch " + key] = (lambda t=tensors, s=sigma: tv(*t, s, torch.Generator().manual_seed(2)))
+    for job in jobs.values():
+        job()                                               # warm caches and imports
+    best = dict.fromkeys(["draw", *jobs], np.inf)
+    for _ in range(repeats):
+        best["draw"] = min(best["draw"], cpu_best(draw, 1))
+        for name, job in jobs.items():
+            best[name] = min(best[name], cpu_best(job, 1))
+    return dict(n=n, K=K, d=d, draw_seconds=best.pop("draw"), **best)
 
 
 def main():
@@ -56,12 +69,19 @@ def main():
     lines = ["# Optimal-list per-row cost (NumPy, one thread)", "",
              f"`OMP_NUM_THREADS=1 python bench/bench_list_rule_solve.py --label LABEL` (n = {args.n:,}, "
              f"K = {args.K}, d = {args.d}); CPU seconds, ratio to the child draw in the same process.", "",
-             "| run | child draw (s) | rule_params, n distinct deltas | verifier per-row | verifier single delta |",
-             "|---|---|---|---|---|"]
+             "| run | child draw (s) | rule_params, n distinct deltas | verifier per-row | verifier single delta "
+             "| torch per-row (torch/NumPy) | torch single (torch/NumPy) |",
+             "|---|---|---|---|---|---|---|"]
+
+    def torch_cell(x, key):
+        t = x.get("torch " + key)
+        return "-" if t is None else f"{t:.3f} s ({t / x['draw_seconds']:.2f}x; {t / x[key]:.2f})"
+
     for label, x in runs.items():
         dr = x["draw_seconds"]
         lines.append(f"| {label} | {dr:.3f} | {x['solve']:.3f} s ({x['solve'] / dr:.2f}x) | "
-                     f"{x['per-row']:.3f} s ({x['per-row'] / dr:.2f}x) | {x['single']:.3f} s ({x['single'] / dr:.2f}x) |")
+                     f"{x['per-row']:.3f} s ({x['per-row'] / dr:.2f}x) | {x['single']:.3f} s ({x['single'] / dr:.2f}x) "
+                     f"| {torch_cell(x, 'per-row')} | {torch_cell(x, 'single')} |")
     (RESULTS / "list_rule_solve.md").write_text("\n".join(lines) + "\n")
 
 

@@ -801,11 +801,12 @@ def _nonzero(nx, mask):
     return idx // mask.shape[1], idx % mask.shape[1]
 
 
-def draw_fake_scores(p: ListRuleParams, rng, size: int, max_rounds: int = 100_000):
+def draw_fake_scores(p: ListRuleParams, rng, size: int, max_rounds: int = 100_000, index=None):
     """``size`` draws from ``nu(x) ~ phi(x) q(x)`` on ``(-inf, t_a)`` by rejection (either back end).
 
-    ``p`` holds one row of parameters (shared) or ``size`` rows.  ``rng``: a numpy Generator, a
-    torch.Generator on ``p``'s device, or a callable ``draw(shape) -> uniforms``.
+    ``p`` holds one row of parameters (shared), ``size`` rows, or any rows with ``index`` (``size``
+    row numbers into ``p``, one per draw).  ``rng``: a numpy Generator, a torch.Generator on
+    ``p``'s device, or a callable ``draw(shape) -> uniforms``.
 
     Notes
     -----
@@ -821,7 +822,6 @@ def draw_fake_scores(p: ListRuleParams, rng, size: int, max_rounds: int = 100_00
     """
     nx = get_backend(p.delta)
     draw = _uniform_source(rng, p.delta)
-    rounds = 1
     shared = p.delta.shape[0] == 1
     b, m0, lpb, lpbd, p_low, log_w_mid = _proposal(p)
     rows = (p.K, p.delta, p.log_c, p.log_M, p.t_keep, b, m0, lpb, lpbd, p_low, log_w_mid)
@@ -831,9 +831,10 @@ def draw_fake_scores(p: ListRuleParams, rng, size: int, max_rounds: int = 100_00
         m = pending.shape[0]
         if m == 0:
             return out
-        cur = rows if shared else tuple(v[pending][:, None] for v in rows)
+        at = pending if index is None else index[pending]
+        cur = rows if shared else tuple(v[at][:, None] for v in rows)
         K, delta, lc, lM, t_keep, b_, m0_, lpb_, lpbd_, p_low_, lwm_ = cur
-        u = draw((3, m, rounds))
+        u = draw((3, m, 1))
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             lu = nx.log1p(-u[0])                                   # log(1 - U)
             low = u[2] < p_low_
@@ -842,13 +843,9 @@ def draw_fake_scores(p: ListRuleParams, rng, size: int, max_rounds: int = 100_00
             x = x + nx.where(low, delta + 0.0 * lu, 0.0)
             env = nx.where(x < b_, nx.exp(m0_ + delta * x - 0.5 * delta * delta), 1.0)
             ratio = _fake_q(K, delta, lc, lM, t_keep, x) / env
-        ok = (u[1] < ratio) & (x < t_keep)
-        pick = x[:, rounds - 1]
-        for r in range(rounds - 2, -1, -1):                        # each key's first accepted proposal
-            pick = nx.where(ok[:, r], x[:, r], pick)
-        got = ok.any(1)
+        got = ((u[1] < ratio) & (x < t_keep))[:, 0]
         done = _nonzero(nx, got[:, None])[0]
-        out[pending[done]] = pick[done]
+        out[pending[done]] = x[:, 0][done]
         pending = pending[~got]
     raise RuntimeError(f"fake-score rejection sampler did not finish in {max_rounds} rounds")
 
@@ -877,7 +874,7 @@ def select(p: ListRuleParams, s, u_keep, rng):
     keys = nx.copy(s)
     r, c = _nonzero(nx, fake)
     if r.shape[0]:
-        keys[r, c] = draw_fake_scores(p if shared else p.take(r), rng, r.shape[0])
+        keys[r, c] = draw_fake_scores(p, rng, r.shape[0], index=None if shared else r)
     return keys.argmax(1)
 
 
