@@ -427,19 +427,16 @@ def _outer_start(cand, default, have, K, delta, *, from_right: bool):
 
 
 def _narrow_roots(fun, lo, hi, lo_wide, hi_wide, have, args):
-    """:func:`_roots` in the bracket ``(lo, hi)`` where ``have``, rerun in ``(lo_wide, hi_wide)`` where that fails.
+    """Roots of ``fun``: the regula-falsi point of the narrow bracket ``(lo, hi)`` where ``have`` and
+    ``fun`` changes sign across it, else :func:`_roots` on the wide bracket ``(lo_wide, hi_wide)``.
 
-    A narrow bracket with a sign change holds the root the wide one holds (one sign change in the
-    wide bracket), so the result is the wide solve's to the solver's tolerance (``8 eps``).
-    Where ``have``, the regula-falsi point of the narrow bracket is tried first: a sign change
-    across ``x +- 1.25 eps (1 + |x|)`` is a bracket that already meets the solver's tolerance
-    (``<= 8 eps (1 + |x|)``), so the root is certified from four evaluations instead of about ten.
+    A narrow bracket with a sign change holds the wide bracket's only root; its regula-falsi point
+    is within ``|fun''| w^2 / (8 |fun'|)`` of it (``w`` the bracket's width, ``~1e-9`` for the
+    table's: ``~1e-18``, below the rounding of ``fun``), from two evaluations instead of about ten
+    (``proofs/P10-optimal-list-rule.md``, P10.6).  Returns ``(x, ok)``.
     """
     x = np.full(np.shape(lo_wide), np.nan)
     ok = np.zeros(np.shape(lo_wide), dtype=bool)
-    # first a regula-falsi point from the narrow bracket's ends (its error is second order in the
-    # bracket's width, ~1e-18 for the table's), certified by a sign change across a bracket
-    # narrower than the solver's tolerance: the solver's own stopping rule, met at its first check
     idx = np.flatnonzero(have)
     if idx.size:
         a, b = lo[idx], np.maximum(hi[idx], lo[idx])
@@ -448,31 +445,10 @@ def _narrow_roots(fun, lo, hi, lo_wide, hi_wide, have, args):
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             x1 = a - fa * (b - a) / (fb - fa)
         valid = (np.sign(fa) != np.sign(fb)) & np.isfinite(x1)
-        x1 = np.clip(np.where(valid, x1, a), a, b)
-        half = 1.25 * _EPS * (1.0 + np.abs(x1))
-        res = chandrupatla(fun, x1 - half, x1 + half, args=sub, xatol=4 * _EPS, xrtol=4 * _EPS, maxiter=0)
-        good = valid & res.success & np.isfinite(res.x)
-        x[idx[good]], ok[idx[good]] = res.x[good], True
-        # rounding noise of fun near the root can hide the sign change at that scale: the solver
-        # on a bracket 64 times wider (still inside the narrow one), then the usual path
-        retry = np.flatnonzero(valid & ~good)
-        if retry.size:
-            xr, hr = x1[retry], 64.0 * half[retry]
-            lo_r, hi_r = np.maximum(xr - hr, a[retry]), np.minimum(xr + hr, b[retry])
-            res = chandrupatla(fun, lo_r, hi_r, args=tuple(v[retry] for v in sub), xatol=4 * _EPS,
-                               xrtol=4 * _EPS, maxiter=300)
-            good = res.success & np.isfinite(res.x)
-            x[idx[retry[good]]], ok[idx[retry[good]]] = res.x[good], True
+        x[idx[valid]], ok[idx[valid]] = np.clip(x1, a, b)[valid], True
     todo = np.flatnonzero(~ok)
     if todo.size:
-        h = have[todo]
-        sub = tuple(v[todo] for v in args)
-        xt, okt = _roots(fun, np.where(h, lo[todo], lo_wide[todo]), np.where(h, hi[todo], hi_wide[todo]), sub)
-        x[todo], ok[todo] = xt, okt
-        redo = np.flatnonzero(h & ~okt)
-        if redo.size:
-            rows = todo[redo]
-            x[rows], ok[rows] = _roots(fun, lo_wide[rows], hi_wide[rows], tuple(v[rows] for v in args))
+        x[todo], ok[todo] = _roots(fun, lo_wide[todo], hi_wide[todo], tuple(v[todo] for v in args))
     return x, ok
 
 
