@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["work_array"]
+__all__ = ["work_array", "chunk_buffers"]
 
 _LOCAL = threading.local()
 
@@ -35,3 +35,17 @@ def work_array(name: str, shape, dtype=np.float64) -> np.ndarray:
     if buf is None or buf.size < size:
         buf = bufs[key] = np.empty(max(size, 1), dtype)
     return buf[:size].reshape(shape)
+
+
+def chunk_buffers() -> dict:
+    """This thread's dict of a chunk runner's ``(n, ...)`` arrays (children, recorded states, frame directions).
+
+    Kept across streams and calls, as :func:`work_array` is: a chunk reads nothing of an earlier
+    chunk's arrays, and every chunk of a stream (or of two streams advanced in turn) finishes
+    before the next starts, so one set per thread serves them all; a fresh set per
+    ``check_exactness`` call paid the page faults of the children again in every cell's first chunk.
+    """
+    bufs = getattr(_LOCAL, "chunk", None)
+    if bufs is None:
+        bufs = _LOCAL.chunk = {}
+    return bufs

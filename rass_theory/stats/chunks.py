@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from .call_check import CallChecker, failure_regimes, raised_kind, sequence_probe
+from ._workspace import chunk_buffers
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import HarnessConfig, build_node
 from .node import ChunkSpec, SyntheticNode, chunk_plan, n_chunks_of, sub_seed
@@ -153,8 +154,9 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec, buffers=None
     ``(m,)`` array on the main batch and a Python float on the small ones.  Exceptions raised by the
     verifier are recorded as violations naming the batch size and dtype (``KeyboardInterrupt``
     propagates).  Returns the chunk's :func:`~rass_theory.stats.rowstats.counts_from_rows`.
-    ``buffers``: a dict in which the harness's own ``(n, d)`` work arrays (recorded states, frame
-    directions) are kept for the next chunk (:func:`numpy_chunk_stream` passes one per stream).
+    ``buffers``: a dict in which the chunk's arrays (children, recorded states, frame directions)
+    are kept for the next chunk (:func:`numpy_chunk_stream` passes this thread's
+    :func:`~rass_theory.stats._workspace.chunk_buffers`); ``None``: fresh arrays.
     """
     dt = _numpy_dtype(spec.dtype)
     shape = (spec.n, node.K, node.dim)
@@ -206,9 +208,8 @@ def numpy_chunk_stream(verifier, node, specs, cfg: HarnessConfig):
     :func:`rass_theory.scale.dask_backend.dask_chunk_stream`) and are picked by backend name in
     :mod:`rass_theory.scale.check` (``rt.check_exactness``), which hands them down here.
     """
-    buffers = {}
     for spec in specs:
-        yield run_chunk_numpy(verifier, node, spec, buffers)
+        yield run_chunk_numpy(verifier, node, spec, chunk_buffers())
 
 
 def resolve_chunk_stream(cfg: HarnessConfig, chunk_stream=None):
