@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from rass_theory._validation import check_delta, check_weights
 from rass_theory.exact.segments import rass_evaluation
-from rass_theory.exact.selected import _check_law_args, residual_law
+from rass_theory.exact.selected import residual_law
 
 __all__ = ["rass_tv", "rass_acceptance", "crossings"]
 
@@ -44,7 +45,7 @@ def rass_tv(weights, delta) -> float:
     The optimiser evaluates weights with the same code
     (:func:`rass_theory.exact.segments.rass_evaluation`).
     """
-    w, d = _check_law_args(weights, delta)
+    w, d = check_weights(weights, renormalise=False), check_delta(delta)
     return rass_evaluation(w, d).tv
 
 

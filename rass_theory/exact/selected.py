@@ -291,19 +291,6 @@ class ResidualLaw:
         return s.reshape(shape) if shape else float(s[0])
 
 
-def _check_law_args(weights, delta):
-    """Validate; return the weights clipped at 0 but *not* renormalised, and ``delta``.
-
-    The kernels interpret weights as ``w / sum(w)`` exactly (``order_stats.weight_parts``);
-    renormalising in floating point first would perturb nearly uniform weights by ``eps/K``
-    and cost relative accuracy of ``TV`` at small ``delta``.
-    """
-    check_weights(weights)
-    w = np.clip(np.asarray(weights, dtype=np.float64), 0.0, None)
-    d = check_delta(delta)
-    return w, d
-
-
 def selected_law(weights, delta) -> SelectedLaw:
     """Law of the RASS-selected child's ``s`` for rank weights ``weights`` at displacement ``delta``.
 
@@ -330,7 +317,7 @@ def selected_law(weights, delta) -> SelectedLaw:
     >>> round(float(law.pdf(0.0)), 6)  # uniform weights give phi
     0.398942
     """
-    w, d = _check_law_args(weights, delta)
+    w, d = check_weights(weights, renormalise=False), check_delta(delta)
     return SelectedLaw(w, d)
 
 
@@ -355,7 +342,7 @@ def residual_law(weights, delta, *, spacing: float | None = None) -> ResidualLaw
     to machine precision; masses are closed-form CDF differences (proof P7, and the accuracy
     statement in :mod:`rass_theory.exact.batch`).
     """
-    w, d = _check_law_args(weights, delta)
+    w, d = check_weights(weights, renormalise=False), check_delta(delta)
     law = rank_law(w)
     if spacing is not None:
         law.spacing = float(spacing)
