@@ -70,15 +70,6 @@ GENERIC_K = 64
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_weights_rows(weights, name: str = "weights") -> np.ndarray:
-    """Rank weights ``(K,)`` or ``(n, K)``: :func:`rass_theory._validation.check_weights`, clipped only.
-
-    Not renormalised: the kernels use ``w / sum(w)`` exactly (``order_stats.weight_parts``),
-    which keeps the deviations from uniform weights to relative accuracy.
-    """
-    return check_weights(weights, name=name, n=-1, renormalise=False)
-
-
 def _check_vector(value, name: str, n: int | None = None, *, allow_inf: bool = False) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=np.float64)
@@ -105,7 +96,7 @@ def _check_delta(delta, n: int | None = None) -> np.ndarray:
 
 
 def _check_batch(weights, delta, other, other_name: str, *, allow_inf: bool):
-    w = _check_weights_rows(weights)
+    w = check_weights(weights, n=-1, renormalise=False)
     o = np.asarray(other, dtype=np.float64) if not isinstance(other, np.ndarray) else other
     n = None
     for arr in (o, np.asarray(delta)):
@@ -428,7 +419,7 @@ def residual_intervals(weights, delta, *, spacing: float | None = None) -> Resid
     :func:`rass_theory.exact.laws.residual_intervals` of :func:`rass_theory.exact.laws.rank_law`
     (module docstring).
     """
-    w = _check_weights_rows(weights)
+    w = check_weights(weights, n=-1, renormalise=False)
     if np.ndim(delta) == 0 and w.ndim == 2:
         delta = np.full(w.shape[0], delta)
     d = _check_delta(delta)
@@ -485,7 +476,7 @@ def sample_residual_rejection(weights, delta, rng, *, max_rounds: int = 10_000) 
     number of rounds is ``1/TV``.  Rows still unaccepted after ``max_rounds`` raise
     ``RuntimeError`` (the residual mass is then below ``~1e-3 / max_rounds``).
     """
-    w = _check_weights_rows(weights)
+    w = check_weights(weights, n=-1, renormalise=False)
     n = w.shape[0] if w.ndim == 2 else (np.shape(delta)[0] if np.ndim(delta) else 1)
     d = _check_delta(delta, n)
     if w.ndim == 2 and w.shape[0] != d.shape[0]:
