@@ -284,14 +284,14 @@ class RankLaw:
         cancel, ``0`` at ``s >= t``) and the mask ``s < t`` (``None`` for RASS); ``Phi(t)``,
         ``Phi(-t)`` are the law's per-row constants."""
         nx = self.nx
+        if self.t is None:
+            # both tails (the RASS optimiser's certificates are computed from these values)
+            return nx.ndtr(s), nx.ndtr(-s), None
         # one tail per point: Phi(-|s|), the smaller of p and 1 - p, with relative accuracy; the
         # larger one is 1 minus it (>= 1/2, so also to relative accuracy eps)
         upper = s > 0
         small = nx.ndtr(nx.where(upper, -s, s))
-        big = 1.0 - small
-        p = nx.where(upper, big, small)
-        if self.t is None:
-            return p, nx.where(upper, small, big), None
+        p = nx.where(upper, 1.0 - small, small)
         q = nx.where(upper, small - self._Qt[:, None], self._Pt[:, None] - small)
         return p, nx.maximum(q, 0.0), s < self.t[:, None]
 
