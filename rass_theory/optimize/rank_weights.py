@@ -508,7 +508,7 @@ class OptimalWeightsInterpolator:
                 if res is None:
                     res = _solve(K, float(d), None if prev is None else prev.weights, "grid-neighbour",
                                  None if prev is None else prev.crossings, near=False)
-            W[i] = res.weights
+            W[i] = np.maximum(res.weights, 0.0)       # on the simplex (interpolation keeps it there)
             acc[i] = res.acceptance
             gaps[i] = res.gap
             solvers.append(res.solver)
@@ -528,9 +528,10 @@ class OptimalWeightsInterpolator:
         g = self.grid
         idx = np.clip(np.searchsorted(g, d, side="right") - 1, 0, g.size - 2)
         t = np.clip((d - g[idx]) / (g[idx + 1] - g[idx]), 0.0, 1.0)[:, None]
+        # (1 - t) a + t b >= 0 in floating point for t in [0, 1] and a, b >= 0 (no clip needed)
         out = (1.0 - t) * self.weights[idx] + t * self.weights[idx + 1]
-        out = np.clip(out, 0.0, None)
-        return out / out.sum(axis=1, keepdims=True)
+        out /= out.sum(axis=1, keepdims=True)
+        return out
 
 
 @functools.lru_cache(maxsize=None)

@@ -59,8 +59,8 @@ def resolve_weights(spec, K: int, delta: np.ndarray) -> np.ndarray:
                 return optimal_single(K, float(delta[0]))
             from ..optimize.rank_weights import optimal_weights_interpolator
 
-            w = check_weights(optimal_weights_interpolator(K)(delta), K,
-                              name="optimal_weights_interpolator(K)(delta)", n=n)
+            # on the simplex by construction (normalised convex combinations of simplex vectors)
+            w = optimal_weights_interpolator(K)(delta)
             return w[0] if single else w
         if spec == "uniform":
             return np.full(K, 1.0 / K)
