@@ -207,20 +207,22 @@ class RankLaw:
             #: w_j K C(K-1, j)
             self._pdf_coef = self.weights * nx.constant(np.exp(_coefficients(K)[0]), w)
         if self.t is not None:
-            finite = nx.isfinite(self.t)
-            log_P = nx.where(finite, nx.log_ndtr(nx.where(finite, self.t, nx.zeros_like(self.t))), nx.zeros_like(self.t))
-            self._one_minus_PK1 = -nx.expm1((K - 1) * log_P)      # 1 - Phi(t)^(K-1)
             self._Pt, self._Qt = nx.ndtr(self.t), nx.ndtr(-self.t)  # Phi(t), Phi(-t)
 
     #: per-row arrays (gathered by a take on first use) and those a law computes on first use
     #: (a verifier's law needs them on its rejected rows only, if any)
-    _ROW_ARRAYS = ("weights", "_raw", "_pdf_coef", "_log_w", "_cdf_dev", "_cdf_lin")
-    _LAZY = ("_log_w", "_cdf_dev", "_cdf_lin")
+    _ROW_ARRAYS = ("weights", "_raw", "_pdf_coef", "_log_w", "_cdf_dev", "_cdf_lin", "_one_minus_PK1")
+    _LAZY = ("_log_w", "_cdf_dev", "_cdf_lin", "_one_minus_PK1")
 
     def _computed(self, name):
         """The arrays of :data:`_LAZY` of a law built from weights: ``log w``, the cumulative
-        deviations ``W_i - i/K`` (``i = 1..K-1``) and ``(W_i - i/K) C(K, i)``."""
+        deviations ``W_i - i/K`` (``i = 1..K-1``), ``(W_i - i/K) C(K, i)`` and, with a
+        threshold, ``1 - Phi(t)^(K-1)`` per row."""
         nx, K = self.nx, self.K
+        if name == "_one_minus_PK1":
+            finite = nx.isfinite(self.t)
+            log_P = nx.where(finite, nx.log_ndtr(nx.where(finite, self.t, nx.zeros_like(self.t))), nx.zeros_like(self.t))
+            return -nx.expm1((K - 1) * log_P)
         if name == "_log_w":
             with np.errstate(divide="ignore"):
                 return nx.log(self.weights)
@@ -249,7 +251,7 @@ class RankLaw:
         out._source, out._rows = self, rows
         out.t = None if self.t is None else self.t[rows]
         if self.t is not None:
-            out._one_minus_PK1, out._Pt, out._Qt = self._one_minus_PK1[rows], self._Pt[rows], self._Qt[rows]
+            out._Pt, out._Qt = self._Pt[rows], self._Qt[rows]
         return out
 
     def __getattr__(self, name):
@@ -258,7 +260,7 @@ class RankLaw:
         source = self.__dict__.get("_source")
         if source is not None:                        # a take: gathered (computed once, there)
             value = getattr(source, name)
-            if value.ndim == 2:
+            if value.ndim == 2 or name == "_one_minus_PK1":  # (r, K), or the threshold's (r,)
                 value = value[self._rows]
         elif name in RankLaw._LAZY:
             value = self._computed(name)

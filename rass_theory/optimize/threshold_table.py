@@ -93,9 +93,10 @@ def interpolate_parameters(grid, p, weights, delta):
     idx = np.clip(np.searchsorted(g, d, side="right") - 1, 0, g.size - 2)
     lam = np.clip((d - g[idx]) / (g[idx + 1] - g[idx]), 0.0, 1.0)
     pr = (1.0 - lam) * p[idx] + lam * p[idx + 1]
+    # (1 - lam) a + lam b >= 0 in floating point for lam in [0, 1] and a, b >= 0 (table weights
+    # are non-negative, tests/optimize/test_threshold_table.py): no clip needed
     w = (1.0 - lam)[:, None] * weights[idx] + lam[:, None] * weights[idx + 1]
-    w = np.clip(w, 0.0, None)
-    w = w / w.sum(axis=1, keepdims=True)
+    w /= w.sum(axis=1, keepdims=True)
     t = np.where(pr >= 1.0, np.inf, ndtri(np.minimum(pr, 1.0)))
     return t, w
 
