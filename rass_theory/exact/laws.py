@@ -782,8 +782,7 @@ def _scan_events(nx, h, pos, s2, whi, split, C):
     if split is not None:
         on, k_brk = split
         keep = keep & ~(on[i] & (k == k_brk[i]))
-    cell, valid, slot_dip = nx.row_slots(i[keep], k[keep], h.shape[0], C, is_dip[keep])
-    return cell, valid, slot_dip
+    return nx.row_slots(i[keep], k[keep], h.shape[0], C, is_dip[keep])
 
 
 def _break_brackets(nx, delta, brk, on, left, right, hfun):

@@ -7,8 +7,8 @@ page fault per 4 KiB on first touch; on this project's machine that cost more th
 arithmetic on them (the binner ran 4-6x slower on fresh buffers).  :func:`work_array` hands out
 the same memory again.  Buffers are per thread (a threaded Dask worker runs chunks concurrently)
 and named by their one use; a caller must not hold a work array past the function that asked for
-it, nor ask for one name twice while the first is in use.  Nothing here is ever handed to a
-verifier or returned to a user.
+it, nor ask for one name twice while the first is in use.  The chunk runner's children (read-only
+views, ``chunk.*``) are the only work arrays a verifier sees; none is returned to a user.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["work_array", "chunk_buffers"]
+__all__ = ["work_array"]
 
 _LOCAL = threading.local()
 
@@ -36,16 +36,3 @@ def work_array(name: str, shape, dtype=np.float64) -> np.ndarray:
         buf = bufs[key] = np.empty(max(size, 1), dtype)
     return buf[:size].reshape(shape)
 
-
-def chunk_buffers() -> dict:
-    """This thread's dict of a chunk runner's ``(n, ...)`` arrays (children, recorded states, frame directions).
-
-    Kept across streams and calls, as :func:`work_array` is: a chunk reads nothing of an earlier
-    chunk's arrays, and every chunk of a stream (or of two streams advanced in turn) finishes
-    before the next starts, so one set per thread serves them all; a fresh set per
-    ``check_exactness`` call paid the page faults of the children again in every cell's first chunk.
-    """
-    bufs = getattr(_LOCAL, "chunk", None)
-    if bufs is None:
-        bufs = _LOCAL.chunk = {}
-    return bufs

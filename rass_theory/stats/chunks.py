@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .call_check import CallChecker, failure_regimes, raised_kind, sequence_probe
-from ._workspace import chunk_buffers
+from ._workspace import work_array
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import HarnessConfig, build_node
 from .node import ChunkSpec, SyntheticNode, chunk_plan, n_chunks_of, sub_seed
@@ -132,20 +132,14 @@ def probe_sums(node, frame, probe_states):
     return sequence_sums(node, frame.take(slice(0, a.shape[0])), a, b, ok)
 
 
-def _scratch(buffers, name, shape, dtype=np.float64):
-    """A work array of the harness, reused across the chunks of one stream: fresh multi-megabyte
-    arrays cost the process a page fault per 4 KiB every chunk (the allocator returns them to the
-    system when the chunk ends).  The children buffers are handed to the verifier read-only, and
-    nothing of a chunk is read after the chunk's counts are made."""
-    if buffers is None:
-        return None
-    buf = buffers.get((name, np.dtype(dtype).str))
-    if buf is None or buf.shape[0] < shape[0] or buf.shape[1:] != tuple(shape[1:]):
-        buf = buffers[(name, np.dtype(dtype).str)] = np.empty(shape, dtype)
-    return buf[:shape[0]]
+def _scratch(reuse, name, shape, dtype=np.float64):
+    """This thread's work array ``name`` (:func:`~rass_theory.stats._workspace.work_array`) where
+    ``reuse``, else ``None`` (the caller allocates).  The children buffers are handed to the
+    verifier read-only, and nothing of a chunk is read after the chunk's counts are made."""
+    return work_array("chunk." + name, shape, dtype) if reuse else None
 
 
-def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec, buffers=None) -> ExactnessCounts:
+def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec, reuse: bool = False) -> ExactnessCounts:
     """Run one chunk on the CPU with NumPy.
 
     Draws the chunk (:func:`draw_chunk`), casts children and means to ``spec.dtype``, makes them
@@ -154,14 +148,14 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec, buffers=None
     ``(m,)`` array on the main batch and a Python float on the small ones.  Exceptions raised by the
     verifier are recorded as violations naming the batch size and dtype (``KeyboardInterrupt``
     propagates).  Returns the chunk's :func:`~rass_theory.stats.rowstats.counts_from_rows`.
-    ``buffers``: a dict in which the chunk's arrays (children, recorded states, frame directions)
-    are kept for the next chunk (:func:`numpy_chunk_stream` passes this thread's
-    :func:`~rass_theory.stats._workspace.chunk_buffers`); ``None``: fresh arrays.
+    ``reuse``: draw the chunk's arrays (children, recorded states, frame directions) into this
+    thread's work arrays, kept for the next chunk (:func:`numpy_chunk_stream`; fresh
+    multi-megabyte arrays cost a page fault per 4 KiB every chunk); else fresh arrays.
     """
     dt = _numpy_dtype(spec.dtype)
     shape = (spec.n, node.K, node.dim)
-    rows, children64 = draw_chunk(node, spec, _scratch(buffers, "children", shape))
-    children = children64 if dt == np.float64 else _scratch(buffers, "children_cast", shape, dt)
+    rows, children64 = draw_chunk(node, spec, _scratch(reuse, "children", shape))
+    children = children64 if dt == np.float64 else _scratch(reuse, "children_cast", shape, dt)
     if children is None:
         children = children64.astype(dt)
     elif children is not children64:
@@ -170,7 +164,7 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec, buffers=None
     for arr in (children, md, mt, sig):
         arr.setflags(write=False)
     rng = np.random.default_rng(sub_seed(spec.seed, 1))
-    checker = CallChecker(spec.n, node.dim, spec.dtype, _scratch(buffers, "states", (spec.n, node.dim)))
+    checker = CallChecker(spec.n, node.dim, spec.dtype, _scratch(reuse, "states", (spec.n, node.dim)))
     calls = call_batches(spec)
     for j, (a, b) in enumerate(calls):
         sigma = sig[a:b] if j == len(calls) - 1 else float(sig[a])
@@ -193,7 +187,7 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec, buffers=None
     states = None if m == 0 else sequence_probe(lambda j: verifier(probe[j], md[:m], mt[:m], sig[:m], rng), checker, m,
                             lambda: _numpy_rng_state(rng), _snapshot, _unchanged,
                             lambda r: _probe_states(r, m, node.dim))
-    frame = node.frame(md, mt, sig, fallback_directions(rows, node), _scratch(buffers, "e", (spec.n, node.dim)))
+    frame = node.frame(md, mt, sig, fallback_directions(rows, node), _scratch(reuse, "e", (spec.n, node.dim)))
     return counts_from_rows(node, frame, checker.states, checker.valid, checker.accepted, rows.group,
                             checker.violations, checker.messages, spec.keep, calls[-1:],
                             probe_sums(node, frame, states))
@@ -209,7 +203,7 @@ def numpy_chunk_stream(verifier, node, specs, cfg: HarnessConfig):
     :mod:`rass_theory.scale.check` (``rt.check_exactness``), which hands them down here.
     """
     for spec in specs:
-        yield run_chunk_numpy(verifier, node, spec, chunk_buffers())
+        yield run_chunk_numpy(verifier, node, spec, reuse=True)
 
 
 def resolve_chunk_stream(cfg: HarnessConfig, chunk_stream=None):

@@ -260,20 +260,21 @@ class RowFrame:
     ea: np.ndarray
     mu_target: np.ndarray | None = None
 
-    def standardise(self, states, out=None) -> np.ndarray:
+    def standardise(self, states, out=None, rows=slice(None)) -> np.ndarray:
         """``y = (x - mu_draft) / sigma - delta e = (x - mu_target) / sigma``: ``N(0, I)`` under an exact rule.
 
         ``sigma delta e = mu_target - mu_draft`` by construction of the frame, so one subtraction of
         ``mu_target`` does it (float64, two passes over the states).  ``out``: a float64 array of
-        the states' shape to write ``y`` into (a reused work buffer), else a new array.
+        the states' shape to write ``y`` into (a reused work buffer), else a new array.  ``rows``:
+        the frame's rows that ``states`` belong to (a slice; default all).
         """
         if self.mu_target is None:
-            y = np.subtract(states, self.mu_draft, dtype=np.float64, out=out)
-            y /= self.sigma[:, None]
-            y -= self.delta[:, None] * self.e
+            y = np.subtract(states, self.mu_draft[rows], dtype=np.float64, out=out)
+            y /= self.sigma[rows, None]
+            y -= self.delta[rows, None] * self.e[rows]
             return y
-        y = np.subtract(states, self.mu_target, dtype=np.float64, out=out)
-        y /= self.sigma[:, None]
+        y = np.subtract(states, self.mu_target[rows], dtype=np.float64, out=out)
+        y /= self.sigma[rows, None]
         return y
 
     def take(self, rows) -> "RowFrame":
@@ -281,10 +282,12 @@ class RowFrame:
         return RowFrame(self.mu_draft[rows], self.sigma[rows], self.e[rows], self.delta[rows], self.anchors,
                         self.ea[:, rows], None if self.mu_target is None else self.mu_target[rows])
 
-    def _norms(self) -> np.ndarray:
-        """``||a_j - ea_ij e_i||`` as ``(n_directions, n)`` (row-major in ``i``: long inner loops)."""
+    def _norms(self, rows=slice(None)) -> np.ndarray:
+        """``||a_j - ea_ij e_i||`` as ``(n_directions, n)`` (row-major in ``i``: long inner loops),
+        of the frame's ``rows`` (a slice; default all)."""
         a2 = np.einsum("jd,jd->j", self.anchors, self.anchors)
-        return np.sqrt(np.maximum(a2[:, None] - self.ea * self.ea, 1e-300))
+        ea = self.ea[:, rows]
+        return np.sqrt(np.maximum(a2[:, None] - ea * ea, 1e-300))
 
     def directions(self, y, t) -> tuple:
         """``(<v_j, y> (n_directions, n), <w, y> (n,))`` for standardised states ``y`` with ``t = <e, y>``."""

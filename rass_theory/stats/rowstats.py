@@ -123,7 +123,6 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
     w_sum = np.zeros(2)
     if nd:
         A = frame.anchors.T                       # (d, nd)
-        a2 = np.einsum("jd,jd->j", frame.anchors, frame.anchors)[:, None]
     states = np.asarray(states)
     all_valid = bool(valid.all())
     rows = max(256, ROW_BLOCK_VALUES // max(d, P))
@@ -137,11 +136,7 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
         st = states[a:b]
         if not all_valid:
             st = np.where(ok[:, None], st, mt[a:b])
-        if frame.mu_target is None:
-            y = frame.take(slice(a, b)).standardise(st, out=ybuf[:b - a])
-        else:                                     # RowFrame.standardise, without building the block's frame
-            y = np.subtract(st, mt[a:b], dtype=np.float64, out=ybuf[:b - a])
-            y /= frame.sigma[a:b, None]
+        y = frame.standardise(st, out=ybuf[:b - a], rows=slice(a, b))
         if not all_valid:
             y[~ok] = 0.0
         e = frame.e[a:b]
@@ -153,7 +148,7 @@ def _row_pass(node, frame, states, valid, out) -> tuple:
             eab = frame.ea[:, a:b]
             np.multiply(eab, tb, out=db)
             np.subtract((y @ A).T, db, out=db)
-            db /= np.sqrt(np.maximum(a2 - eab * eab, 1e-300))   # RowFrame._norms of the block
+            db /= frame._norms(slice(a, b))
         if not all_valid:
             y, e, tb = y[ok], e[ok], tb[ok]
         pb = binner.bin(y if axes else y @ U, out=pbuf[:y.shape[0]])
