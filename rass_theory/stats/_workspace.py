@@ -7,8 +7,9 @@ page fault per 4 KiB on first touch; on this project's machine that cost more th
 arithmetic on them (the binner ran 4-6x slower on fresh buffers).  :func:`work_array` hands out
 the same memory again.  Buffers are per thread (a threaded Dask worker runs chunks concurrently)
 and named by their one use; a caller must not hold a work array past the function that asked for
-it, nor ask for one name twice while the first is in use.  The chunk runner's children (read-only
-views, ``chunk.*``) are the only work arrays a verifier sees; none is returned to a user.
+it, nor ask for one name twice while the first is in use.  The chunk runner's arrays
+(``chunk.*``: children and means, handed over read-only) are the only work arrays a verifier
+sees; none is returned to a user.
 """
 from __future__ import annotations
 

@@ -46,15 +46,16 @@ def call_batches(spec):
 CHILD_BLOCK_VALUES = 1 << 15
 
 
-def draw_chunk(node, spec, out=None):
+def draw_chunk(node, spec, out=None, node_out=None):
     """The chunk's nodes and children (float64): ``(RowNodes, children (n, K, dim))``.
 
     Nodes from stream ``sub_seed(spec.seed, 2)``, children ``mu_draft + sigma N(0, I)`` from
     ``sub_seed(spec.seed, 0)``.  Rows of each small batch share one ``sigma`` (it is passed to the
     verifier as a Python float there, exercising the scalar form of the contract).  ``out``: an
-    ``(n, K, dim)`` float64 array to draw the children into (a chunk runner's reused buffer).
+    ``(n, K, dim)`` float64 array to draw the children into, ``node_out`` the node draw's buffers
+    (:meth:`SyntheticNode.draw`'s ``out``; a chunk runner's reused arrays).
     """
-    rows = node.draw(np.random.default_rng(sub_seed(spec.seed, 2)), spec.n, spec.dtype)
+    rows = node.draw(np.random.default_rng(sub_seed(spec.seed, 2)), spec.n, spec.dtype, node_out)
     for a, b in call_batches(spec)[:-1]:
         ratio = rows.sigma[a] / rows.sigma[a:b]
         rows.sigma[a:b] = rows.sigma[a]
@@ -134,7 +135,7 @@ def probe_sums(node, frame, probe_states):
 
 def _scratch(reuse, name, shape, dtype=np.float64):
     """This thread's work array ``name`` (:func:`~rass_theory.stats._workspace.work_array`) where
-    ``reuse``, else ``None`` (the caller allocates).  The children buffers are handed to the
+    ``reuse``, else ``None`` (the caller allocates).  The children and means are handed to the
     verifier read-only, and nothing of a chunk is read after the chunk's counts are made."""
     return work_array("chunk." + name, shape, dtype) if reuse else None
 
@@ -154,7 +155,9 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec, reuse: bool 
     """
     dt = _numpy_dtype(spec.dtype)
     shape = (spec.n, node.K, node.dim)
-    rows, children64 = draw_chunk(node, spec, _scratch(reuse, "children", shape))
+    node_out = (_scratch(True, "directions", (spec.n + 1, node.dim)),
+                _scratch(True, "mu_draft", (spec.n, node.dim))) if reuse else None
+    rows, children64 = draw_chunk(node, spec, _scratch(reuse, "children", shape), node_out)
     children = children64 if dt == np.float64 else _scratch(reuse, "children_cast", shape, dt)
     if children is None:
         children = children64.astype(dt)

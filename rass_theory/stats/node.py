@@ -135,7 +135,11 @@ def spread_deltas(delta: float) -> tuple:
 ROWS_PER_POOL_VECTOR = 8
 
 
-def unit_directions(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+#: Rows per block of :meth:`SyntheticNode.frame`: a block's means and directions stay in cache.
+FRAME_BLOCK_VALUES = 1 << 15
+
+
+def unit_directions(rng: np.random.Generator, n: int, d: int, out=None) -> np.ndarray:
     """``n`` unit vectors of ``R^d``, each uniform on the sphere; neighbours (and the first and last rows) independent.
 
     Row ``i`` is ``s_i * p_(i mod M)``: ``M`` normalised Gaussian pool vectors ``p`` (uniform on the
@@ -151,13 +155,17 @@ def unit_directions(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     given row ``i``'s node, proof ``P1-rank1-reduction``; ``proofs/S1-harness-power.md``), so
     sharing pool vectors costs no validity; it costs ``d / ROWS_PER_POOL_VECTOR`` normals per row
     instead of ``d`` (the node draw was the costliest per-row step of the harness at ``K = 2``).
+    ``out``: an ``(n, d)`` float64 array to fill (a chunk runner's reused buffer).
     """
     m = max(2, -(-n // ROWS_PER_POOL_VECTOR)) if n > 1 else 1
     while n > 2 and (n - 1) % m == 0:
         m += 1
     pool = rng.standard_normal((m, d))
     pool /= np.maximum(np.sqrt(np.einsum("nd,nd->n", pool, pool)), 1e-300)[:, None]
-    dirs = np.resize(pool, (n, d))                # row i = p_(i mod M)
+    dirs = np.empty((n, d)) if out is None else out
+    reps = n // m                                 # row i = p_(i mod M), as np.resize(pool, (n, d))
+    dirs[:reps * m].reshape(reps, m, d)[...] = pool
+    dirs[reps * m:] = pool[:n - reps * m]
     # independent uniform signs, one random bit each, flipped into the IEEE sign bit (the same
     # values as multiplying by 1 - 2 bit)
     bits = np.unpackbits(np.frombuffer(rng.bytes(-(-(n * d) // 8)), np.uint8), count=n * d)
@@ -405,7 +413,7 @@ class SyntheticNode:
         return len(self.deltas)
 
     # ------------------------------------------------------------------ drawing
-    def draw(self, rng: np.random.Generator, n: int, dtype: str = "float64") -> RowNodes:
+    def draw(self, rng: np.random.Generator, n: int, dtype: str = "float64", out=None) -> RowNodes:
         """Draw ``n`` per-row nodes (see the module docstring).
 
         For ``dtype="bfloat16"`` every input is exactly representable in bfloat16: ``sigma_i`` a
@@ -413,6 +421,10 @@ class SyntheticNode:
         1/2, 1}^dim`` and ``e_i`` a signed coordinate axis, so that the cast changes nothing and the
         nominal deltas are exact; rows drawn in a group whose delta is not a multiple of ``1/64``
         (the tiny deltas) take the first such group instead.
+
+        ``out``: ``(directions (n + 1, dim), mu_draft (n, dim))`` float64 arrays that become the
+        rows' ``mu_target`` and ``mu_draft`` (a chunk runner's reused buffers; the same values as
+        fresh arrays).
         """
         d = self.dim
         rec_sigma = rec_rho = None
@@ -444,7 +456,7 @@ class SyntheticNode:
                 sigma = rng.uniform(np.log(SIGMA_RANGE[0]), np.log(SIGMA_RANGE[1]), n)
                 np.exp(sigma, out=sigma)
             # e_i = row i's unit direction, g_i = e_{i-1} the draft mean's (row 0: an extra direction)
-            dirs = unit_directions(rng, n + 1, d)
+            dirs = unit_directions(rng, n + 1, d, None if out is None else out[0])
             e = dirs[:n]
             if rec_rho is not None:
                 rho = np.array(rec_rho, dtype=np.float64)
@@ -453,7 +465,7 @@ class SyntheticNode:
                 np.exp(rho, out=rho)
                 rho[rng.random(n) < ZERO_RHO_SHARE] = 0.0
             rho *= sigma
-            mu_draft = np.empty_like(e)             # row i takes row i - 1's direction, scaled in the same pass
+            mu_draft = np.empty_like(e) if out is None else out[1]   # row i: row i - 1's direction, scaled
             np.multiply(e[:-1], rho[1:, None], out=mu_draft[1:])
             np.multiply(dirs[n], rho[0], out=mu_draft[0])
         delta *= sigma
@@ -473,16 +485,26 @@ class SyntheticNode:
         """
         md = np.asarray(mu_draft, dtype=np.float64)
         mt = np.asarray(mu_target, dtype=np.float64)
-        diff = np.subtract(mt, md, out=out)
+        n, d = md.shape
+        e = np.empty((n, d)) if out is None else out
         sig = np.asarray(sigma, dtype=np.float64).reshape(-1)
-        norm = np.sqrt(np.einsum("nd,nd->n", diff, diff))
+        norm = np.empty(n)
+        anchors_t = self.anchors.T
+        ea = np.empty((anchors_t.shape[1], n))
+        step = max(256, FRAME_BLOCK_VALUES // max(d, 1))
+        for a in range(0, n, step):   # row blocks that stay in cache; each row's arithmetic as unblocked
+            b = min(n, a + step)
+            eb = np.subtract(mt[a:b], md[a:b], out=e[a:b])
+            nb = norm[a:b]
+            np.sqrt(np.einsum("nd,nd->n", eb, eb), out=nb)
+            eb /= np.where(nb == 0, 1.0, nb)[:, None]
+            ea[:, a:b] = (eb @ anchors_t).T
         zero = norm == 0
-        e = diff
-        e /= np.where(zero, 1.0, norm)[:, None]
         if zero.any():
             e[zero] = fallback_e(zero) if callable(fallback_e) else fallback_e[zero]
+            ea[:, zero] = (e[zero] @ anchors_t).T
         delta = norm / sig
-        return RowFrame(md, sig, e, delta, self.anchors, np.ascontiguousarray((e @ self.anchors.T).T), mt)
+        return RowFrame(md, sig, e, delta, self.anchors, ea, mt)
 
     # ------------------------------------------------------------------ binning
     @staticmethod
