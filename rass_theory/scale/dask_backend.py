@@ -78,7 +78,10 @@ def run_chunks_dask(verifier, node, specs, *, address=None, n_workers: int = 2, 
         Chunk runner used on the workers (:func:`rass_theory.stats.chunks.run_chunk_numpy` or
         :func:`rass_theory.torch.harness.run_chunk_torch` with ``device``).
     processes : bool
-        Embedded cluster with worker processes (default) or threads in this process.
+        Embedded cluster with worker processes (default) or threads in this process.  Threads
+        run their verifier calls concurrently but the harness's statistics one at a time, each on
+        one BLAS thread (:mod:`rass_theory.stats._threads`), so the counts stay bit-identical to a
+        run in one process.
     timeout : float
         Seconds to wait for the scheduler.
     max_in_flight : int, optional
