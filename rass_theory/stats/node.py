@@ -424,7 +424,7 @@ class SyntheticNode:
 
         ``out``: ``(directions (n + 1, dim), mu_draft (n, dim))`` float64 arrays that become the
         rows' ``mu_target`` and ``mu_draft`` (a chunk runner's reused buffers; the same values as
-        fresh arrays).
+        fresh arrays).  The bfloat16 pass ignores it.
         """
         d = self.dim
         rec_sigma = rec_rho = None
