@@ -149,14 +149,15 @@ def run_chunk_numpy(verifier, node: SyntheticNode, spec: ChunkSpec, reuse: bool 
     ``(m,)`` array on the main batch and a Python float on the small ones.  Exceptions raised by the
     verifier are recorded as violations naming the batch size and dtype (``KeyboardInterrupt``
     propagates).  Returns the chunk's :func:`~rass_theory.stats.rowstats.counts_from_rows`.
-    ``reuse``: draw the chunk's arrays (children, recorded states, frame directions) into this
-    thread's work arrays, kept for the next chunk (:func:`numpy_chunk_stream`; fresh
-    multi-megabyte arrays cost a page fault per 4 KiB every chunk); else fresh arrays.
+    ``reuse``: draw the chunk's arrays (children, node directions and draft means, recorded
+    states, frame directions) into this thread's work arrays, kept for the next chunk
+    (:func:`numpy_chunk_stream`; fresh multi-megabyte arrays cost a page fault per 4 KiB every
+    chunk); else fresh arrays.
     """
     dt = _numpy_dtype(spec.dtype)
     shape = (spec.n, node.K, node.dim)
-    node_out = (_scratch(True, "directions", (spec.n + 1, node.dim)),
-                _scratch(True, "mu_draft", (spec.n, node.dim))) if reuse else None
+    node_out = (work_array("chunk.directions", (spec.n + 1, node.dim)),
+                work_array("chunk.mu_draft", (spec.n, node.dim))) if reuse else None
     rows, children64 = draw_chunk(node, spec, _scratch(reuse, "children", shape), node_out)
     children = children64 if dt == np.float64 else _scratch(reuse, "children_cast", shape, dt)
     if children is None:
