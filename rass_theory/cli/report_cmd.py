@@ -116,7 +116,7 @@ class _RichProgress:
 @click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, dir_okay=True, writable=False),
               help="Destination directory (written atomically; an existing report there is replaced on success).")
-@click.option("--quick", is_flag=True, help="Reduced grids and sample sizes (18-24 s wall, 15-21 CPU-s, measured on a quiet "
+@click.option("--quick", is_flag=True, help="Reduced grids and sample sizes (19-20 s wall, 21-23 CPU-s, measured on a "
                                             "2-core machine): previews and tests.")
 @click.option("--K", "K", metavar="LIST", help="Children per node for the acceptance and tree figures, e.g. 1,2,4,8.")
 @click.option("--deltas", metavar="GRID", help="Delta grid: comma list or START:STOP:STEP (inclusive), e.g. 0:4:0.125.")
@@ -142,7 +142,7 @@ def report(out, quick, K, deltas, weights_K, n_samples, seed, gm_csv, formats, s
     list-coupling bound; optimal rank weights; predicted speedup for draft trees; an exactness
     certificate of every built-in verifier with a p-value QQ plot; the harness's power; and
     Gaussian-mixture speedups, the learned digits model and the MNIST UNet. With no option besides
-    --out it runs on embedded defaults: 67-72 s wall, 64-70 CPU-s, measured on a clean clone on a quiet
+    --out it runs on embedded defaults: 60-70 s wall, 68-79 CPU-s, measured on a clean clone on a
     2-core machine (bench/results/readme_figures.md). The first line printed is the cost model's estimate
     per section (rass_theory.report.budget); --budget SECONDS refuses a report estimated above it.
     """
