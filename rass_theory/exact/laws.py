@@ -238,6 +238,12 @@ class RankLaw:
         return nx.cumsum(v, -1)[..., : K - 1]
 
     # -- protocol ---------------------------------------------------------------------------
+    @property
+    def log_ratio_max(self) -> float:
+        """``sup log(g/phi) <= log K``: any selection of one of ``K`` children has ``g <= K phi``
+        (bounds the crossing scan, :func:`_scan_widths`)."""
+        return math.log(self.K)
+
     def breaks(self):
         """The threshold ``t`` per row, where ``g`` jumps (``None`` for RASS)."""
         return self.t
@@ -629,7 +635,12 @@ def _grid_crossings(law, delta, whi, precise=False):
         s2 = -L + (whi + L)[:, None] * frac[None, :]
         step = r
     C = min(K + 2, s2.shape[1] - 1)                        # crossing slots per row
-    if step >= r:
+    widths = None
+    if hi is not None and not getattr(law, "unblocked", False):
+        widths = _scan_widths(nx, law, delta, s2)
+    if widths is not None:
+        scan = _scan_sorted_blocks(law, delta, whi, s2, C, widths)
+    elif step >= r:
         scan = _scan_rows(law, delta, whi, s2, C)
     else:
         parts = []
@@ -691,6 +702,55 @@ def _grid_crossings(law, delta, whi, precise=False):
     if most is not None:                                   # drop the all-padding columns
         pts = pts[:, :max(int(most), 1)]
     return pts, pos0
+
+
+#: margin added to a law's ``log_ratio_max`` in :func:`_scan_widths` (far above the rounding
+#: of ``h`` on the grid, ``~1e-13``)
+_CUT_MARGIN = 1e-6
+
+
+def _scan_widths(nx, law, delta, s2):
+    """Per row, how many columns of the shared grid ``s2 (1, m)`` the scan needs, or ``None``.
+
+    A law that states ``log_ratio_max >= sup log(g/phi)`` (every selection of one of ``K`` iid
+    children has ``g <= K phi``: ``log K``) has ``h = delta s - delta^2/2 - log(g/phi) > 0`` for
+    ``s > s_cut = delta/2 + log_ratio_max/delta``: no crossing and no hidden pair lies right of
+    ``s_cut``.  A row keeps the grid up to the first point at or above ``s_cut`` and one more
+    (every sign change and every dip left of ``s_cut`` is seen with both its neighbours), so it
+    finds the same events, on the same grid points, as the whole grid.
+    """
+    bound = getattr(law, "log_ratio_max", None)
+    if bound is None:
+        return None
+    m = s2.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_cut = 0.5 * delta + (bound + _CUT_MARGIN) / delta
+    s_cut = nx.where(delta > 0, s_cut, nx.zeros_like(delta) + math.inf)
+    width = nx.minimum(nx.count_below(s2, s_cut) + 2, m)
+    if delta.shape[0] == 0 or int(width.min()) >= m:
+        return None                                        # no row gains
+    return width
+
+
+def _scan_sorted_blocks(law, delta, whi, s2, C, widths):
+    """:func:`_scan_rows` over blocks of rows sorted by their scan width (:func:`_scan_widths`):
+    each block scans the grid's first ``max width`` columns, about :data:`_SCAN_ENTRIES` values
+    per block.  Returns the scan's arrays in the rows' original order."""
+    nx = law.nx
+    r = delta.shape[0]
+    order = nx.argsort(widths, 0)
+    ws = np.asarray(widths[order])                         # host values (this path runs on the host)
+    parts, start = [], 0
+    while start < r:
+        # the most rows whose block (width of its widest, last row) holds <= _SCAN_ENTRIES values
+        counts = np.arange(1, r - start + 1) * ws[start:]
+        stop = start + max(1, int(np.searchsorted(counts, _SCAN_ENTRIES, side="right")))
+        sub = order[start:stop]
+        width = int(ws[stop - 1])
+        parts.append(_scan_rows(law.take(sub), delta[sub], whi[sub], s2[:, :width], C))
+        start = stop
+    inverse = nx.argsort(order, 0)
+    return [None if x[0] is None else nx.concat(list(x), 0)[inverse] for x in zip(*parts)]
 
 
 def _scan_rows(law, delta, whi, s2, C):
@@ -905,31 +965,50 @@ def _sample_block(law, delta, u):
 
     rows = nx.arange(delta.shape[0], delta)
     # a narrow bracket: f - g <= f, so the residual CDF grows slower than F and the root is at
-    # least F^{-1}(F(a) + rest); above it, the first of a few steps where the excess turns >= 0
-    lower = nx.ndtr(a - delta) + rest
-    upper = nx.ndtr(delta - a) - rest
-    x_f = delta + nx.where(lower <= 0.5, nx.ndtri(nx.minimum(lower, 0.5)), -nx.ndtri(nx.clip(upper, 0.0, 0.5)))
+    # least x_f = F^{-1}(F(a) + rest).  The first probe x_g >= x_f spreads the interval's mass
+    # evenly over F's, x_g = F^{-1}(F(a) + rest (F(b) - F(a)) / mass): a guess, not a bound
+    # (on the last interval, where most rows fall, f - g is a fraction of f that grows towards
+    # b, so x_g stays below the root and is the bracket's lower end); above the lower end, the
+    # first of a few steps where the excess turns >= 0
+    x_f = _f_quantile(nx, delta, a, rest)
     x_f = x_f - 1e-9 * (1.0 + nx.abs(x_f))
     x_f = nx.where(x_f == x_f, nx.minimum(nx.maximum(x_f, a), b), a)
-    e_f = excess(x_f, rows)
-    lo = nx.where(e_f <= 0, x_f, a)
-    hi = b
-    found = lo > b
-    steps = (0.0625, 0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-    open_rows = nx.rows_where(~found)
+    m_k = nx.gather(mass, k)[:, 0]
+    upper_a = a > delta
+    F_ab = nx.where(upper_a, nx.ndtr(delta - a) - nx.ndtr(delta - b), nx.ndtr(b - delta) - nx.ndtr(a - delta))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = nx.where(m_k > 0, rest * (F_ab / m_k), rest)
+    x_g = _f_quantile(nx, delta, a, spread)
+    x_g = nx.where(x_g == x_g, nx.minimum(nx.maximum(x_g, x_f), b), x_f)
+    e_g = excess(x_g, rows)
+    steps = (0.125, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+    over = e_g > 0                                 # the guess lies above the root: [x_f, x_g]
+    open_rows = nx.rows_where(~over)
     values = None
     if open_rows is None:                      # accelerator: every row at every step, merged
+        e_f = excess(x_f, rows)
+        hi = nx.where(over, x_g, b)
+        lo = nx.where(over, nx.where(e_f <= 0, x_f, a), x_g)
+        found = over
         for step in steps:
             p = nx.minimum(lo + step, b)
             up = (excess(p, rows) >= 0) & ~found
             hi = nx.where(up, p, hi)
             found = found | up
             lo = nx.where(found, lo, p)
-    else:                                      # the same steps on the rows still open only
-        lo, hi = nx.copy(lo), nx.copy(hi)
+    else:                                      # the steps on the rows still open only
+        lo, hi = nx.copy(x_g), nx.copy(b)
         # the excess at the bracket ends, kept for the root finder (two evaluations fewer)
-        f_lo, f_hi = nx.copy(e_f), nx.zeros_like(e_f)
-        have_lo, have_hi = e_f <= 0, found & False
+        f_lo, f_hi = nx.copy(e_g), nx.zeros_like(e_g)
+        have_lo, have_hi = ~over, nx.copy(over)
+        hi[over], f_hi[over] = x_g[over], e_g[over]
+        back = nx.rows_where(over)                 # their lower end: x_f (a if x_f is not below)
+        if back.shape[0]:
+            e_f = excess(x_f[back], back)
+            below = e_f <= 0
+            lo[back] = nx.where(below, x_f[back], a[back])
+            f_lo[back] = e_f
+            have_lo[back] = below
         for step in steps:
             if open_rows.shape[0] == 0:
                 break
@@ -947,6 +1026,13 @@ def _sample_block(law, delta, u):
     out = nx.find_root(excess, lo, hi, args=(rows,), bisections=6, steps=18, values=values)
     # no residual mass (g = f): the residual is never used; the draw is then from f itself
     return nx.where(total > 0, out, delta + nx.ndtri(nx.clip(u, 1e-300, 1.0 - 2.0 ** -53)))
+
+
+def _f_quantile(nx, delta, a, mass):
+    """``F^{-1}(F(a) + mass)`` for ``F = Phi(. - delta)``, from the tail that does not cancel."""
+    lower = nx.ndtr(a - delta) + mass
+    upper = nx.ndtr(delta - a) - mass
+    return delta + nx.where(lower <= 0.5, nx.ndtri(nx.minimum(lower, 0.5)), -nx.ndtri(nx.clip(upper, 0.0, 0.5)))
 
 
 def residual_intervals(law, delta, *, precise: bool = True):
