@@ -19,6 +19,9 @@ The protocol (:class:`SelectedLaw`) a law implements for :func:`sample`:
   ``(r, m)`` (a faster form of ``log_ratio``; default: ``log_ratio`` broadcast);
 - optional ``breaks()``: ``(r,)`` points where ``g`` may jump (a threshold), or ``None``; the
   grid cell holding a break is split there and the jump itself is a crossing candidate;
+- optional ``log_ratio_max`` (float): an upper bound of ``log(g/phi)`` (``log K`` for any
+  selection of one of ``K`` children); the scan of a row then stops where ``h > 0`` is
+  certain, ``s > delta/2 + log_ratio_max/delta`` (:func:`_scan_widths`);
 - optional ``spacing`` (float): the grid spacing of the crossing scan (default
   :func:`grid_spacing` of ``K``);
 - optional ``crossings(delta)``: ``(points (r, c), first_positive (r,))`` when the crossings of

@@ -257,3 +257,121 @@ class TestSample:
 
         np.testing.assert_allclose(laws.sample(WithCrossings(inner), d, u), laws.sample(inner, d, u), rtol=0, atol=0)
         assert calls == [200]
+
+
+class TestScanCut:
+    """The crossing scan stops at ``s_cut = delta/2 + log_ratio_max/delta`` (``laws._scan_widths``):
+    right of it ``h > 0`` because ``g <= K phi``, so the scan finds the same events on the same
+    grid points as the whole grid."""
+
+    @pytest.mark.parametrize("K", [2, 3, 4, 8])
+    def test_log_ratio_never_exceeds_log_K(self, K, rng):
+        W = rng.dirichlet(np.full(K, 0.3), size=200)
+        t = np.where(rng.random(200) < 0.3, np.inf, rng.uniform(-3.0, 4.0, 200))
+        s = np.linspace(-11.5, 20.0, 800)[None, :] + np.zeros((200, 1))
+        for law in (laws.rank_law(W), laws.threshold_law(W, t)):
+            assert law.log_ratio_max == pytest.approx(np.log(K))
+            assert np.max(law.log_ratio(s)) <= law.log_ratio_max + 1e-12
+
+    @pytest.mark.parametrize("threshold", [False, True])
+    def test_same_crossings_as_the_whole_grid(self, threshold, rng, monkeypatch):
+        n, K = 1200, 4
+        W = rng.dirichlet(np.full(K, 0.5), size=n)
+        d = np.exp(rng.uniform(np.log(1e-3), np.log(12.0), n))
+        t = np.where(rng.random(n) < 0.2, np.inf, rng.uniform(-0.5, 2.5, n))
+        law = laws.threshold_law(W, t) if threshold else laws.rank_law(W)
+        widths = []
+        real = laws._scan_widths
+        monkeypatch.setattr(laws, "_scan_widths", lambda *a: widths.append(real(*a)) or widths[-1])
+        cut = laws.residual_intervals(law, d)
+        assert widths[0] is not None and widths[0].min() < widths[0].max()   # rows of several widths
+        monkeypatch.setattr(laws, "_scan_widths", lambda *a: None)
+        whole = laws.residual_intervals(law, d)
+        for a, b in zip(cut, whole):
+            if threshold:          # elementwise arithmetic: bit for bit
+                np.testing.assert_array_equal(a, b)
+            else:                  # the grid's matrix product rounds by block shape
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+    def test_tiny_and_zero_deltas_keep_the_whole_grid(self):
+        law = laws.rank_law(np.array([0.1, 0.2, 0.3, 0.4]))
+        s2 = np.linspace(-11.5, 14.5, 200)[None, :]
+        assert laws._scan_widths(NUMPY, law, np.array([1e-3, 0.0]), s2) is None
+        w = laws._scan_widths(NUMPY, law, np.array([1e-3, 2.0]), s2)
+        assert w[0] == 200 and s2[0, w[1] - 2] >= 1.0 + np.log(4) / 2 > s2[0, w[1] - 3]
+
+
+class TestInverseCdfProbe:
+    """The residual's inverse CDF starts from the probe ``x_g`` (the interval's mass spread over
+    ``F``'s); where the probe lies above the root the bracket is ``[x_f, x_g]``."""
+
+    @pytest.mark.parametrize("K", [2, 3, 5])
+    def test_probe_above_the_root_gives_the_same_draws(self, K, rng, monkeypatch):
+        n = 500
+        W = rng.dirichlet(np.full(K, 0.5), size=n)
+        d = np.exp(rng.uniform(np.log(1e-3), np.log(12.0), n))
+        u = rng.random(n)
+        law = laws.rank_law(W)
+        plain = laws.sample(law, d, u)
+        real = laws._f_quantile
+        calls = []
+
+        def probe_at_b(nx, delta, a, mass):       # the second call is the probe: push it to b
+            calls.append(1)
+            x = real(nx, delta, a, mass)
+            return x if len(calls) % 2 else x + 50.0
+
+        monkeypatch.setattr(laws, "_f_quantile", probe_at_b)
+        np.testing.assert_allclose(laws.sample(law, d, u), plain, rtol=0, atol=1e-12)
+        assert len(calls) >= 2
+
+    def test_draws_solve_the_residual_cdf(self, rng):
+        """``R(x) = u TV`` per row, ``R`` from the closed-form interval masses.
+
+        A threshold ``t`` next to a dip of the scan's grid lists ``t`` and the crossing right of
+        it twice (a zero-width interval each, and one zero-mass interval flagged positive: its
+        ``D`` difference is negative and clamped to 0); the masses stay exact (checked against
+        quadrature in ``test_duplicated_crossings_keep_the_mass``)."""
+        n, K = 400, 4
+        W = rng.dirichlet(np.full(K, 0.5), size=n)
+        t = np.where(rng.random(n) < 0.3, np.inf, rng.uniform(-0.5, 2.5, n))
+        d = np.exp(rng.uniform(np.log(1e-2), np.log(8.0), n))
+        u = rng.random(n)
+        law = laws.threshold_law(W, t)
+        x = laws.sample(law, d, u)
+        bounds, positive, mass = laws.residual_intervals(law, d)
+        tv = mass.sum(1)
+        R = np.zeros(n)
+        for i in range(n):
+            sub = law.take(np.array([i]))
+            for j in np.flatnonzero(positive[i]):
+                a, b = bounds[i, j], min(bounds[i, j + 1], x[i])
+                if b > a:
+                    hi = laws.cdf_difference(sub, np.array([b]), d[i:i + 1])[0]
+                    lo = 0.0 if a == -np.inf else laws.cdf_difference(sub, np.array([a]), d[i:i + 1])[0]
+                    R[i] += max(hi - lo, 0.0)     # an interval's mass is clamped at 0, as the engine's
+        np.testing.assert_allclose(R, u * tv, rtol=1e-9, atol=1e-15)
+
+
+def test_duplicated_crossings_keep_the_mass():
+    """A threshold next to a dip of the grid (one such row in about 250): the crossings list ``t``
+    and the next crossing twice, and the total mass equals quadrature of ``(f - g)_+``."""
+    from scipy import integrate
+
+    W = np.array([[0.06, 0.39, 0.05, 0.5]])
+    delta = np.array([2.2])
+    duplicated = 0
+    for t0 in np.linspace(1.45, 2.6, 24):
+        law = laws.threshold_law(W, np.array([t0]))
+        bounds, positive, mass = laws.residual_intervals(law, delta)
+        duplicated += bool(np.any(np.diff(bounds[0][np.isfinite(bounds[0])]) < 1e-7))
+
+        def r(x):
+            lr = law.log_ratio(np.array([[x]]))[0, 0]
+            return max(np.exp(-0.5 * (x - delta[0]) ** 2) - np.exp(-0.5 * x * x + lr), 0.0) / np.sqrt(2 * np.pi)
+
+        cuts = sorted({-11.5, t0, 14.0} | {float(v) for v in bounds[0] if np.isfinite(v)})
+        quad = sum(integrate.quad(r, a, np.nextafter(b, -np.inf), epsabs=1e-15, epsrel=1e-13, limit=200)[0]
+                   for a, b in zip(cuts[:-1], cuts[1:]) if b > a)
+        assert mass.sum() == pytest.approx(quad, rel=1e-11, abs=1e-15)
+    assert duplicated >= 1                     # the sweep meets the case it is about
