@@ -726,7 +726,7 @@ def _scan_widths(nx, law, delta, s2):
     if bound is None:
         return None
     m = s2.shape[1]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # tiny delta: inf, no cut
         s_cut = 0.5 * delta + (bound + _CUT_MARGIN) / delta
     s_cut = nx.where(delta > 0, s_cut, nx.zeros_like(delta) + math.inf)
     width = nx.minimum(nx.count_below(s2, s_cut) + 2, m)
