@@ -684,13 +684,18 @@ def _grid_crossings(law, delta, whi, precise=False):
     sign = nx.where(flat(pos_cell), 1.0, -1.0)
     dmask = flat(is_dip)
 
-    def dip(a_prev, b, sign, rows):
-        x_mid = _golden_min(nx, lambda x: hfun(x, rows), a_prev, b, sign)
+    d_lo, d_hi, d_ok = flat(a_prev), flat(b), None
+    if brk is not None:
+        d_lo, d_hi, d_ok = _dip_pieces(nx, brackets[1:], on, rows_f, d_lo, flat(a), d_hi, sign)
+        dmask = dmask & d_ok
+
+    def dip(lo, hi, sign, rows):
+        x_mid = _golden_min(nx, lambda x: hfun(x, rows), lo, hi, sign)
         return x_mid, (hfun(x_mid, rows) > 0) != (sign > 0)
 
-    x_mid, split = _where_rows(nx, dmask, dip, (flat(a_prev), flat(b), sign, rows_f), (flat(a), dmask & False))
-    x_left, x_right = _solve_sets(nx, hfun, [(flat(a_prev), x_mid, rows_f, split, None, None),
-                                             (x_mid, flat(b), rows_f, split, None, None)], tol)
+    x_mid, split = _where_rows(nx, dmask, dip, (d_lo, d_hi, sign, rows_f), (flat(a), dmask & False))
+    x_left, x_right = _solve_sets(nx, hfun, [(d_lo, x_mid, rows_f, split, None, None),
+                                             (x_mid, d_hi, rows_f, split, None, None)], tol)
     inf = nx.zeros_like(x_change) + math.inf
     first = nx.where(flat(is_change), x_change, nx.where(split, x_left, inf))
     second = nx.where(split, x_right, inf)
@@ -859,6 +864,25 @@ def _break_brackets(nx, delta, brk, on, left, right, hfun):
     h_l, h_b, h_t, h_r = (hfun(x, rows) for x in (left, below, t, right))
     return [(left, below, rows, on & ((h_l > 0) != (h_b > 0)), h_l, h_b),
             (t, right, rows, on & ((h_t > 0) != (h_r > 0)), h_t, h_r)]
+
+
+def _dip_pieces(nx, break_brackets, on, rows, lo, a, hi, sign):
+    """The continuous piece of each dip's search interval ``[lo, hi]`` (the dip point ``a`` and
+    its grid neighbours) where ``g`` jumps inside it, and whether the dip is searched at all.
+
+    The jump at ``t`` splits ``[lo, hi]``: for ``lo < t <= a`` the piece is ``[t, hi]``, for
+    ``a < t < hi`` it is ``[lo, t-]``.  The grid values there straddle the jump, so the dip test
+    mixed two functions; a hidden pair on the piece needs ``h`` at the jump's side (``h(t)``,
+    respectively ``h(t-)``, from the break brackets) to have the dip's sign, otherwise the one
+    crossing there is the break bracket's (searching it again listed ``t`` and that crossing twice).
+    """
+    (_, below, _, _, _, h_below), (t, _, _, _, h_t, _) = break_brackets
+    t_f, below_f, on_f = t[rows], below[rows], on[rows]
+    right = on_f & (lo < t_f) & (t_f <= a)
+    left = on_f & (a < t_f) & (t_f < hi)
+    same = lambda h: (h[rows] > 0) == (sign > 0)             # noqa: E731
+    ok = nx.where(right, same(h_t), nx.where(left, same(h_below), right | True))
+    return nx.where(right, t_f, lo), nx.where(left, below_f, hi), ok
 
 
 def _where_rows(nx, mask, fn, args, defaults):

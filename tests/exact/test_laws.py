@@ -328,10 +328,7 @@ class TestInverseCdfProbe:
     def test_draws_solve_the_residual_cdf(self, rng):
         """``R(x) = u TV`` per row, ``R`` from the closed-form interval masses.
 
-        A threshold ``t`` next to a dip of the scan's grid lists ``t`` and the crossing right of
-        it twice (a zero-width interval each, and one zero-mass interval flagged positive: its
-        ``D`` difference is negative and clamped to 0); the masses stay exact (checked against
-        quadrature in ``test_duplicated_crossings_keep_the_mass``)."""
+        An interval whose ``D`` difference is negative gets mass 0, as in the engine."""
         n, K = 400, 4
         W = rng.dirichlet(np.full(K, 0.5), size=n)
         t = np.where(rng.random(n) < 0.3, np.inf, rng.uniform(-0.5, 2.5, n))
@@ -353,25 +350,37 @@ class TestInverseCdfProbe:
         np.testing.assert_allclose(R, u * tv, rtol=1e-9, atol=1e-15)
 
 
-def test_duplicated_crossings_keep_the_mass():
-    """A threshold next to a dip of the grid (one such row in about 250): the crossings list ``t``
-    and the next crossing twice, and the total mass equals quadrature of ``(f - g)_+``."""
+def test_a_dip_next_to_the_jump_lists_each_crossing_once(monkeypatch):
+    """A threshold in or next to the grid cell of a dip (about one row in 250): the dip is
+    searched on the continuous piece beside the jump only, so each crossing is listed once, and
+    the total mass equals quadrature of ``(f - g)_+``.  Before, ``t`` and the crossing right of it
+    came twice (the masses were exact all the same: the duplicates came in pairs)."""
     from scipy import integrate
 
     W = np.array([[0.06, 0.39, 0.05, 0.5]])
     delta = np.array([2.2])
-    duplicated = 0
+    real, moved = laws._dip_pieces, []
+
+    def counted(nx, brackets, on, rows, lo, a, hi, sign):
+        out = real(nx, brackets, on, rows, lo, a, hi, sign)
+        moved.append(int(np.count_nonzero((out[0] != lo) | (out[1] != hi))))
+        return out
+
+    monkeypatch.setattr(laws, "_dip_pieces", counted)
     for t0 in np.linspace(1.45, 2.6, 24):
         law = laws.threshold_law(W, np.array([t0]))
         bounds, positive, mass = laws.residual_intervals(law, delta)
-        duplicated += bool(np.any(np.diff(bounds[0][np.isfinite(bounds[0])]) < 1e-7))
+        pts = bounds[0][np.isfinite(bounds[0])]
+        assert np.all(np.diff(pts) > 1e-7)
+        hs = delta[0] * pts - 0.5 * delta[0] ** 2 - law.log_ratio(pts[None, :])[0]
+        assert np.all((np.abs(hs) < 1e-9) | (pts == t0))       # crossings, or the jump itself
 
         def r(x):
             lr = law.log_ratio(np.array([[x]]))[0, 0]
             return max(np.exp(-0.5 * (x - delta[0]) ** 2) - np.exp(-0.5 * x * x + lr), 0.0) / np.sqrt(2 * np.pi)
 
-        cuts = sorted({-11.5, t0, 14.0} | {float(v) for v in bounds[0] if np.isfinite(v)})
+        cuts = sorted({-11.5, t0, 14.0} | {float(v) for v in pts})
         quad = sum(integrate.quad(r, a, np.nextafter(b, -np.inf), epsabs=1e-15, epsrel=1e-13, limit=200)[0]
                    for a, b in zip(cuts[:-1], cuts[1:]) if b > a)
         assert mass.sum() == pytest.approx(quad, rel=1e-11, abs=1e-15)
-    assert duplicated >= 1                     # the sweep meets the case it is about
+    assert sum(moved) >= 1                     # the sweep meets the case it is about
