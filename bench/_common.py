@@ -6,12 +6,23 @@ so they import this module as ``from _common import ...``.
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
+
+
+def cpu_best(fn, repeats):
+    """The fewest CPU seconds (``time.process_time``) of ``repeats`` calls of ``fn()``."""
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t0)
+    return best
 
 
 def node_batch_parser(doc):

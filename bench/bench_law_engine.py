@@ -18,11 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import numpy as np
 
-from _common import RESULTS
+from _common import RESULTS, cpu_best
 
 RULES = ("rass", "optimal_list", "threshold", "dgrs")
 
@@ -36,15 +35,6 @@ def make_batch(n, K, d, per_row, rng):
     mu_t = mu_d + (sigma * delta)[:, None] * e
     children = mu_d[:, None, :] + sigma * rng.standard_normal((n, K, d))
     return children, mu_d, mu_t, sigma
-
-
-def cpu_best(fn, repeats):
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t0)
-    return best
 
 
 def factories(backend):

@@ -18,8 +18,8 @@ import json
 
 import numpy as np
 
-from _common import RESULTS
-from bench_law_engine import cpu_best, make_batch
+from _common import RESULTS, cpu_best
+from bench_law_engine import make_batch
 
 
 def measure(n, K, d, repeats):

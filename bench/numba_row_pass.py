@@ -19,14 +19,16 @@ directions and the sums from the NumPy values (rounding only: the loop sums in a
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 try:
     from numba import njit
 except ImportError as exc:  # pragma: no cover - an experiment, not a dependency
     raise SystemExit("this experiment needs numba: pip install numba") from exc
+
+from _common import cpu_best
+
+REPEATS = 5
 
 
 @njit(nogil=True, boundscheck=False)
@@ -91,15 +93,6 @@ def row_pass_axes(states, mt, sigma, e, anchors, ea, norms, table, inv_h, offset
                 xm1[a, b] -= f1 * e[i, b]
 
 
-def _cpu_min(fn, repeats=5):
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t0)
-    return best
-
-
 def _chunk(K, dim, n):
     import rass_theory as rt
     from rass_theory.stats import chunks as C, config as CF
@@ -121,17 +114,19 @@ def main():
     for K, dim, n in ((2, 8, 100_000), (4, 256, 20_000)):
         node, frame, states = _chunk(K, dim, n)
         valid = np.ones(n, bool)
-        fresh = lambda: {k: np.zeros(s, dt) for k, (s, dt) in _field_shapes(node).items()}  # noqa: E731
-        numpy_s = _cpu_min(lambda: R._row_pass(node, frame, states, valid, fresh()))
+
+        def fresh():
+            return {k: np.zeros(s, dt) for k, (s, dt) in _field_shapes(node).items()}
+
+        numpy_s = cpu_best(lambda: R._row_pass(node, frame, states, valid, fresh()), REPEATS)
         out = fresh()
         t, r, dirs, _ = (np.array(a, copy=True) for a in R._row_pass(node, frame, states, valid, out))
         print(f"K={K} dim={dim} n={n}: _row_pass (NumPy) {1e3 * numpy_s:.1f} ms")
         b = _binner(N_PROJECTION_BINS, 0)
         args = (b.table, b.inv_h, b.offset, float(b.n_cells - 1), b.ext)
         if dim < 16:   # the axes-and-identity kernel only
-            P = dim
             kt, kr, kd = np.empty(n), np.empty(n), np.empty((node.n_directions, n))
-            pc = np.zeros(P * N_PROJECTION_BINS, np.int64)
+            pc = np.zeros(dim * N_PROJECTION_BINS, np.int64)
             xs, xm, ws = np.zeros((2, dim)), np.zeros((2, dim, dim)), np.zeros(2)
             A, norms = np.ascontiguousarray(frame.anchors), frame._norms()
 
@@ -142,23 +137,24 @@ def main():
                               N_PROJECTION_BINS, kt, kr, kd, pc, xs, xm, ws)
 
             kernel()   # compile
-            kernel_s = _cpu_min(kernel)
+            kernel_s = cpu_best(kernel, REPEATS)
             kernel()
             xmat = xm + ws[:, None, None] * np.eye(dim)
             print(f"  row_pass_axes (numba) {1e3 * kernel_s:.1f} ms ({kernel_s / numpy_s:.2f}x); histogram identical: "
-                  f"{np.array_equal(pc.reshape(P, -1), out['proj_counts'])}; max |diff| t {np.abs(kt - t).max():.1e}, "
+                  f"{np.array_equal(pc.reshape(dim, -1), out['proj_counts'])}; max |diff| t {np.abs(kt - t).max():.1e}, "
                   f"r {np.abs(kr - r).max():.1e}, dirs {np.abs(kd - dirs).max():.1e}, "
                   f"xcov sums {np.abs(xs - out['xcov_sums']).max():.1e}, "
                   f"matrix {np.abs(xmat - out['xcov_matrix']).max():.1e} (entries ~{np.abs(xmat).max():.0e})")
         zb = _binner(node.n_bins, 0)
         zargs = (zb.table, zb.inv_h, zb.offset, float(zb.n_cells - 1), zb.ext)
         bins, counts = np.empty(n, np.intp), np.zeros(node.n_bins, np.int64)
-        numpy_bin = _cpu_min(lambda: np.bincount(zb.bin(t), minlength=node.n_bins))
+        numpy_bin = cpu_best(lambda: np.bincount(zb.bin(t), minlength=node.n_bins), REPEATS)
         bin_count(t, *zargs, bins, counts)   # compile
-        fused = _cpu_min(lambda: bin_count(t, *zargs, bins, counts))
+        fused = cpu_best(lambda: bin_count(t, *zargs, bins, counts), REPEATS)
         counts[:] = 0
         bin_count(t, *zargs, bins, counts)
-        same = np.array_equal(counts, np.bincount(zb.bin(t), minlength=node.n_bins)) and np.array_equal(bins, zb.bin(t))
+        ref = zb.bin(t)
+        same = np.array_equal(bins, ref) and np.array_equal(counts, np.bincount(ref, minlength=node.n_bins))
         print(f"  one statistic's bins and counts ({node.n_bins} bins): NumPy {1e3 * numpy_bin:.2f} ms, "
               f"numba {1e3 * fused:.2f} ms ({fused / numpy_bin:.2f}x), identical: {same}")
 
