@@ -5,7 +5,8 @@ batches (continuous per-row deltas, ``delta_i`` log-uniform on ``[0.05, 3]``, an
 ``delta = 1``), the verification CPU time (``time.process_time``, best of ``--repeats``) is
 divided by the CPU time of ``rng.standard_normal((n, K, d))`` measured in the same process
 (best of ``--repeats``, the two timed in turn so a busy machine slows both alike), at ``n = 50,000``, ``K = 4``, ``d = 64``, one thread.  The torch rows
-also give the torch/NumPy ratio.  Run it on the tree before the change with
+also give the torch/NumPy ratio, on both CPU engines of tensors (``rass_theory.torch.cpu_engine``:
+``"numpy"``, the default, and ``"torch"``, the accelerator code, rows ``torch_ns``).  Run it on the tree before the change with
 ``PYTHONPATH=/tmp/before`` (only public verifier factories are used, which exist in both).
 
 Usage::
@@ -55,6 +56,18 @@ def paired_best(fn, draw, repeats):
     return best_fn, best_draw
 
 
+def engine(backend):
+    """The CPU engine of a torch row: ``"torch"`` the default one, ``"torch_ns"`` the torch namespace."""
+    return "torch" if backend == "torch_ns" else "numpy"
+
+
+def _in_engine(name, v, *args):
+    from rass_theory.torch import cpu_engine
+
+    with cpu_engine(name):
+        return v(*args)
+
+
 def measure(args):
     import torch
 
@@ -67,7 +80,7 @@ def measure(args):
     for per_row in (True, False):
         children, mu_d, mu_t, sigma = make_batch(n, K, d, per_row, np.random.default_rng(1))
         tensors = tuple(torch.from_numpy(np.ascontiguousarray(x)) for x in (children, mu_d, mu_t))
-        for backend in ("numpy", "torch"):
+        for backend in ("numpy", "torch", "torch_ns"):
             made = factories(backend)
             for rule in RULES:
                 try:
@@ -75,7 +88,8 @@ def measure(args):
                     if backend == "numpy":
                         call = (lambda v=v: v(children, mu_d, mu_t, sigma, np.random.default_rng(2)))
                     else:
-                        call = (lambda v=v: v(*tensors, sigma, torch.Generator().manual_seed(2)))
+                        call = (lambda v=v, e=engine(backend): _in_engine(e, v, *tensors, sigma,
+                                                                        torch.Generator().manual_seed(2)))
                     call()                                       # warm caches and imports
                     t, t_draw = paired_best(call, draw_fn, args.repeats)
                     rows.append(dict(batch="per-row" if per_row else "single", backend=backend, rule=rule,
@@ -100,8 +114,11 @@ def write_markdown(path):
              "--label {before,after}` (before with `PYTHONPATH=/tmp/before`).", ""]
     for label, run in data.items():
         lines.append(f"child draw: {run['draw_seconds']:.3f} CPU-s ({label})")
-    lines += ["", "| batch | rule | NumPy before | NumPy after | torch before | torch after | torch/NumPy after |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "torch after: CPU tensors on the default engine (`cpu_engine(\"numpy\")`, NumPy views);",
+              "torch-ns after: `cpu_engine(\"torch\")`, the torch namespace that accelerators run.", "",
+              "| batch | rule | NumPy before | NumPy after | torch before | torch after | torch/NumPy after "
+              "| torch-ns after | torch-ns/NumPy after |",
+              "|---|---|---|---|---|---|---|---|---|"]
 
     def get(label, batch, backend, rule):
         for r in data.get(label, {}).get("rows", []):
@@ -116,8 +133,11 @@ def write_markdown(path):
         for rule in RULES:
             nb, na = get("before", batch, "numpy", rule), get("after", batch, "numpy", rule)
             tb, ta = get("before", batch, "torch", rule), get("after", batch, "torch", rule)
+            ns = get("after", batch, "torch_ns", rule)
             ratio = None if (na is None or ta is None) else ta / na
-            lines.append(f"| {batch} | {rule} | {fmt(nb)} | {fmt(na)} | {fmt(tb)} | {fmt(ta)} | {fmt(ratio)} |")
+            ratio_ns = None if (na is None or ns is None) else ns / na
+            lines.append(f"| {batch} | {rule} | {fmt(nb)} | {fmt(na)} | {fmt(tb)} | {fmt(ta)} | {fmt(ratio)} "
+                         f"| {fmt(ns)} | {fmt(ratio_ns)} |")
     path.write_text("\n".join(lines) + "\n")
 
 

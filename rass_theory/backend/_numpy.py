@@ -150,6 +150,8 @@ class NumpyBackend:
     """Array operations of the verifier kernels on NumPy arrays (float64 math)."""
 
     name = "numpy"
+    #: the kind of array the caller passed (``"torch"`` for :class:`~rass_theory.backend._torch.TorchHostBackend`)
+    inputs = "numpy"
     float64 = np.float64
 
     # -- elementwise -----------------------------------------------------------------------

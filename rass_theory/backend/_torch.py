@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ._numpy import NumpyBackend
+
 
 class TorchBackend:
     """Array operations of the verifier kernels on torch tensors (float64 math).
@@ -14,6 +16,7 @@ class TorchBackend:
     """
 
     name = "torch"
+    inputs = "torch"
     float64 = torch.float64
 
     exp = staticmethod(torch.exp)
@@ -260,6 +263,34 @@ class TorchBackend:
     @staticmethod
     def normal(rng, shape, like):
         return torch.randn(*shape, generator=rng, dtype=torch.float64, device=like.device)
+
+
+class TorchHostBackend(NumpyBackend):
+    """The NumPy namespace for CPU tensors, with the randomness of a ``torch.Generator``.
+
+    On the CPU device a torch verifier runs the one law engine on NumPy views of its tensors
+    (``Tensor.numpy()`` shares their memory; the CPU torch kernels and their per-operation
+    dispatch cost 1.1-1.4x NumPy's, ``bench/bench_law_engine.py``), drawing its uniforms and
+    normals as :class:`TorchBackend` does, ``1 - torch.rand`` and ``torch.randn`` from the
+    caller's generator: the same stream positions, so the same decisions, as the torch namespace.
+    ``name`` is ``"numpy"`` (the arrays are NumPy's); ``inputs`` says the caller passed tensors.
+    """
+
+    inputs = "torch"
+
+    @staticmethod
+    def uniform(rng, shape, like=None):
+        """Uniforms in ``(0, 1]`` from a CPU ``torch.Generator`` (``1 - torch.rand``), as NumPy float64."""
+        return torch.rand(*shape, generator=rng, dtype=torch.float64).neg_().add_(1.0).numpy()   # = 1 - rand
+
+    @staticmethod
+    def normal(rng, shape, like=None):
+        """Standard normals from a CPU ``torch.Generator`` (``torch.randn``), as NumPy float64."""
+        return torch.randn(*shape, generator=rng, dtype=torch.float64).numpy()
+
+
+#: The host namespace of CPU tensors.
+TORCH_HOST = TorchHostBackend()
 
 
 def fixed_find_root(fun, a, b, *, args=(), bisections: int = 8, steps: int = 24, values=None):

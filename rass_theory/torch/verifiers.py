@@ -18,6 +18,12 @@ there); ``rass("optimal")`` without ``delta``, ``threshold(parameters="optimal")
 untabulated ``K``) and ``optimal_list()`` read the per-row deltas once on the host, and the
 optimal list rule's fake keys are drawn by rejection sampling (one host check per round).
 
+On the CPU device (the default ``rass_theory.torch.cpu_engine("numpy")``) the kernel verifiers
+decide on NumPy views of the tensors, with the uniforms drawn from the caller's generator as
+above: the same decisions and generator state as the torch namespace, states equal to rounding
+(``tests/torch/test_cpu_engine.py``), and the values checked as on NumPy (NaN or infinite inputs
+raise ``ValueError``).  ``cpu_engine("torch")`` runs the torch namespace on the CPU.
+
 Accuracy in float32 inputs: acceptance decisions compare ``log u`` with a float64 log ratio;
 the correction ``children + sigma (s' - s) e`` is rounded in float32 like the children.
 """

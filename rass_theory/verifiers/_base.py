@@ -48,5 +48,5 @@ class KernelVerifier(BuiltinVerifier):
     def __call__(self, children, mu_draft, mu_target, sigma, rng=None):
         from ._core import prepare
 
-        batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K)
+        batch = prepare(children, mu_draft, mu_target, sigma, rng, K=self.K, host=True)
         return self.run(batch, batch.uniform(batch.n, self.uniforms_per_row(batch.K)))

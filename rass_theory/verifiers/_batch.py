@@ -11,9 +11,13 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..backend import NUMPY
+from ..frame import Rank1Frame, check_finite, validate_node_inputs
 from ._result import VerifierResult
 
-__all__ = ["BatchShape", "NodeBatch", "project_children", "finish"]
+__all__ = ["BatchShape", "NodeBatch", "project_children", "prepare_arrays", "finish"]
 
 
 class BatchShape:
@@ -91,6 +95,34 @@ def project_children(nx, children, mu_draft, direction, sigma):
     s -= nx.rowdot(mu_draft, direction)[:, None]
     s /= sigma[:, None]
     return s
+
+
+def prepare_arrays(children, mu_draft, mu_target, sigma, gen, *, K: int | None = None, project: bool = True,
+                   nx=NUMPY, result=VerifierResult) -> NodeBatch:
+    """Check NumPy inputs (values included) and build their batch, ``rng`` already a generator ``gen``.
+
+    The NumPy side of :func:`rass_theory.verifiers._core.prepare`.  ``nx`` and ``result``: the
+    batch's namespace and result type (the torch host path,
+    :func:`rass_theory.verifiers._tensors.prepare`, passes its own).
+    """
+    # the means' finiteness is checked by the frame (mu_draft, then mu_target through the difference)
+    children, mu_draft, mu_target, sig = validate_node_inputs(children, mu_draft, mu_target, sigma,
+                                                              finite_children=not project, finite_means=False)
+    if K is not None and children.shape[1] != K:
+        raise ValueError(f"children must have K = {K} child(ren) per node for this verifier, "
+                         f"got shape {children.shape}")
+    frame = Rank1Frame.from_means(mu_draft, mu_target, sig)
+    # the projection, like the frame and every decision, is float64 for any input dtype
+    # (float32 children are exact in float64): proofs/P1-rank1-reduction.md
+    if project:
+        s = project_children(NUMPY, children, frame.mu_draft, frame.direction, frame.sigma)
+        # every entry of children enters s (with a finite factor, or 0 * inf = NaN): one
+        # reduction over s (n, K) instead of children (n, K, d)
+        check_finite(s, "children", children)
+    else:
+        s = np.empty((children.shape[0], 0))
+    return NodeBatch(nx, children, frame.mu_draft, frame.sigma, frame.direction, frame.delta,
+                     frame.degenerate, s, gen, result)
 
 
 def finish(batch: NodeBatch, chosen, accepted, new_s, rows=None, z_perp_fresh=None):

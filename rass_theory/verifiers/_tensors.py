@@ -8,18 +8,21 @@ Proof ``P1-rank1-reduction``.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..backend import get_backend
 from ..frame import degenerate_tolerance
-from ._batch import NodeBatch, finish, project_children
+from ._batch import NodeBatch, finish, prepare_arrays, project_children
 from ._result import VerifierResult
 
-__all__ = ["TorchVerifierResult", "prepare", "finish", "as_torch_generator", "SUPPORTED_DTYPES", "COMPUTE_DTYPE"]
+__all__ = ["TorchVerifierResult", "prepare", "finish", "as_torch_generator", "cpu_engine", "CPU_ENGINES",
+           "SUPPORTED_DTYPES", "COMPUTE_DTYPE"]
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64)
 
@@ -99,12 +102,48 @@ def _check_tensor(value, name: str, ndim: int) -> torch.Tensor:
     return value
 
 
-def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) -> NodeBatch:
+#: Where a kernel verifier decides CPU tensors: ``"numpy"`` (the law engine on NumPy views of
+#: the tensors, :class:`rass_theory.backend._torch.TorchHostBackend`) or ``"torch"`` (the torch
+#: namespace, as on an accelerator).  Set it with :func:`cpu_engine`.
+CPU_ENGINES = ("numpy", "torch")
+_cpu_engine = ["numpy"]
+
+
+@contextlib.contextmanager
+def cpu_engine(name: str):
+    """Decide CPU tensors with the engine ``name`` (``"numpy"``, the default, or ``"torch"``) inside the block.
+
+    Both draw the same uniforms from the caller's generator and make the same decisions; the
+    states agree to rounding (the parity tests run both).  ``"torch"`` runs the kernels'
+    accelerator code on the CPU, which is how the test suite covers it on a machine without a GPU.
+    """
+    if name not in CPU_ENGINES:
+        raise ValueError(f"name must be one of {CPU_ENGINES}, got {name!r}")
+    before = _cpu_engine[0]
+    _cpu_engine[0] = name
+    try:
+        yield
+    finally:
+        _cpu_engine[0] = before
+
+
+def _tensor_result(states, accepted, child_index) -> "TorchVerifierResult":
+    """A :class:`TorchVerifierResult` of the NumPy arrays of the host path (sharing their memory)."""
+    return TorchVerifierResult(torch.from_numpy(np.ascontiguousarray(states)), torch.from_numpy(accepted),
+                               torch.from_numpy(child_index.astype(np.int64, copy=False)))
+
+
+def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None, host: bool = False) -> NodeBatch:
     """Validate the contract's inputs (metadata only) and project the children.
 
     Raises ``TypeError``/``ValueError`` naming the argument: non-tensors, unsupported dtypes,
     a dtype or device that differs from ``children``'s, wrong shapes, a non-positive scalar
     ``sigma``, a generator on another device, or a ``K`` the rule does not support.
+
+    ``host``: on the CPU device, with the ``"numpy"`` :func:`cpu_engine`, the batch holds NumPy
+    views of the tensors (:func:`rass_theory.verifiers._batch.prepare_arrays`, which also checks
+    their values: NaN or infinite inputs raise ``ValueError`` as on NumPy), its namespace draws
+    from ``rng`` as the torch one does, and its result is a :class:`TorchVerifierResult`.
     """
     children = _check_tensor(children, "children", 3)
     mu_draft = _check_tensor(mu_draft, "mu_draft", 2)
@@ -140,6 +179,12 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None) 
     else:
         raise TypeError(f"sigma must be a real number or a torch.Tensor, got {type(sigma).__name__}")
     gen = as_torch_generator(rng, device)
+    if host and device.type == "cpu" and _cpu_engine[0] == "numpy":
+        from ..backend._torch import TORCH_HOST
+
+        views = [t.detach().numpy() for t in (children, mu_draft, mu_target)]
+        return prepare_arrays(*views, sig.detach().to(COMPUTE_DTYPE).numpy(), gen, K=K, nx=TORCH_HOST,
+                              result=_tensor_result)
     nx = get_backend(children)
 
     # the frame, the projection and every decision in float64 (float32 inputs are exact there)

@@ -157,11 +157,17 @@ class RASSVerifier(KernelVerifier):
                 return device_interpolated(K, batch, self._device)     # on the device, no host sync
             return batch_weights(self.weights, batch)
         if callable(self.weights):
-            if nx.name == "numpy":
+            if nx.inputs == "numpy":
                 return batch_weights(self.weights, batch)
-            w = self.weights(K, batch.delta)
-            if not hasattr(w, "device") or w.device != batch.delta.device:
+            import torch
+
+            # on tensors the callable sees the per-row deltas as a tensor (the host path's too)
+            delta = batch.delta if nx.name == "torch" else torch.from_numpy(batch.delta)
+            w = self.weights(K, delta)
+            if not hasattr(w, "device") or w.device != delta.device:
                 raise TypeError("a weights callable must return a torch.Tensor on the inputs' device")
+            if nx.name == "numpy":
+                w = w.detach().numpy()
         else:
             w = self.weights
         w = check_weights(w, K, name="weights", n=n) if nx.name == "numpy" else nx.constant(w, batch.s)
@@ -181,7 +187,7 @@ class RASSVerifier(KernelVerifier):
 
     def run(self, batch: NodeBatch, u):
         """Decide a prepared batch with the uniforms ``u (n, 3)`` (rank, accept, residual)."""
-        if self.residual == "rejection" and batch.nx.name != "numpy":
+        if self.residual == "rejection" and batch.nx.inputs != "numpy":
             raise TypeError("residual='rejection' runs on NumPy arrays only (its number of draws is data "
                             "dependent); use residual='inverse' on torch tensors")
         return rank_kernel(batch, u, self.pieces(self.row_weights(batch)))

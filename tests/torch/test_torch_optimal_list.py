@@ -9,6 +9,9 @@ import rass_theory as rt
 from rass_theory.optimize import list_rule as lr
 from rass_theory.torch import verifiers as tv
 
+#: every test runs on both engines of CPU tensors (tests/torch/conftest.py)
+pytestmark = pytest.mark.usefixtures("each_cpu_engine")
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 

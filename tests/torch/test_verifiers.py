@@ -11,6 +11,9 @@ from scipy import stats
 import rass_theory as rt
 from rass_theory.torch import verifiers as tv
 
+#: every test runs on both engines of CPU tensors (tests/torch/conftest.py)
+pytestmark = pytest.mark.usefixtures("each_cpu_engine")
+
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 RULES = {  # name -> (factory, K)
