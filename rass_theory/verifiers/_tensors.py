@@ -9,6 +9,7 @@ Proof ``P1-rank1-reduction``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import numbers
 from dataclasses import dataclass
@@ -104,9 +105,10 @@ def _check_tensor(value, name: str, ndim: int) -> torch.Tensor:
 
 #: Where a kernel verifier decides CPU tensors: ``"numpy"`` (the law engine on NumPy views of
 #: the tensors, :class:`rass_theory.backend._torch.TorchHostBackend`) or ``"torch"`` (the torch
-#: namespace, as on an accelerator).  Set it with :func:`cpu_engine`.
+#: namespace, as on an accelerator).  Set it with :func:`cpu_engine` (per thread and task: a
+#: context variable).
 CPU_ENGINES = ("numpy", "torch")
-_cpu_engine = ["numpy"]
+_cpu_engine: contextvars.ContextVar = contextvars.ContextVar("rass_theory_cpu_engine", default="numpy")
 
 
 @contextlib.contextmanager
@@ -116,15 +118,15 @@ def cpu_engine(name: str):
     Both draw the same uniforms from the caller's generator and make the same decisions; the
     states agree to rounding (the parity tests run both).  ``"torch"`` runs the kernels'
     accelerator code on the CPU, which is how the test suite covers it on a machine without a GPU.
+    The setting is a context variable: other threads (which start from the default) keep theirs.
     """
     if name not in CPU_ENGINES:
         raise ValueError(f"name must be one of {CPU_ENGINES}, got {name!r}")
-    before = _cpu_engine[0]
-    _cpu_engine[0] = name
+    token = _cpu_engine.set(name)
     try:
         yield
     finally:
-        _cpu_engine[0] = before
+        _cpu_engine.reset(token)
 
 
 def _tensor_result(states, accepted, child_index) -> "TorchVerifierResult":
@@ -179,7 +181,7 @@ def prepare(children, mu_draft, mu_target, sigma, rng, *, K: int | None = None, 
     else:
         raise TypeError(f"sigma must be a real number or a torch.Tensor, got {type(sigma).__name__}")
     gen = as_torch_generator(rng, device)
-    if host and device.type == "cpu" and _cpu_engine[0] == "numpy":
+    if host and device.type == "cpu" and _cpu_engine.get() == "numpy":
         from ..backend._torch import TORCH_HOST
 
         views = [t.detach().numpy() for t in (children, mu_draft, mu_target)]

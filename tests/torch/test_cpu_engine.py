@@ -6,6 +6,8 @@ rule, dtype and batch kind the two give the same accept/reject decisions, the sa
 children, the same generator state afterwards, and states equal to rounding; the host path keeps
 the tensor contract (result type, dtype, fresh memory) and checks values as NumPy does.
 """
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -64,14 +66,19 @@ def test_same_decisions_and_stream(rule, per_row, dtype):
 
 
 def test_default_engine_is_numpy_and_restored():
-    assert _cpu_engine[0] == "numpy" and CPU_ENGINES == ("numpy", "torch")
+    assert _cpu_engine.get() == "numpy" and CPU_ENGINES == ("numpy", "torch")
     with cpu_engine("torch"):
-        assert _cpu_engine[0] == "torch"
+        assert _cpu_engine.get() == "torch"
         with pytest.raises(RuntimeError):
             with cpu_engine("numpy"):
                 raise RuntimeError("inside")
-        assert _cpu_engine[0] == "torch"
-    assert _cpu_engine[0] == "numpy"
+        assert _cpu_engine.get() == "torch"
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append(_cpu_engine.get()))
+        worker.start()
+        worker.join()
+        assert seen == ["numpy"]                                      # another thread keeps the default
+    assert _cpu_engine.get() == "numpy"
 
 
 def test_bad_engine_name():
