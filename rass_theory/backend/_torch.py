@@ -269,8 +269,8 @@ class TorchHostBackend(NumpyBackend):
     """The NumPy namespace for CPU tensors, with the randomness of a ``torch.Generator``.
 
     On the CPU device a torch verifier runs the one law engine on NumPy views of its tensors
-    (``Tensor.numpy()`` shares their memory; the CPU torch kernels and their per-operation
-    dispatch cost 1.1-1.4x NumPy's, ``bench/bench_law_engine.py``), drawing its uniforms and
+    (``Tensor.numpy()`` shares their memory; the torch namespace on the CPU, its kernels and its
+    per-operation dispatch, costs 0.93-1.56x NumPy's, ``bench/torch_cpu_engine.py``), drawing its uniforms and
     normals as :class:`TorchBackend` does, ``1 - torch.rand`` and ``torch.randn`` from the
     caller's generator: the same stream positions, so the same decisions, as the torch namespace.
     ``name`` is ``"numpy"`` (the arrays are NumPy's); ``inputs`` says the caller passed tensors.

@@ -3,8 +3,9 @@
 The node batch, the projection and the rebuild are the shared ones of
 :mod:`rass_theory.verifiers._core` (``nx`` = the torch namespace); this module holds what is
 torch's own: validation *from metadata only* (shapes, dtypes, devices -- reading values would
-synchronise an accelerator with the host), generators, and :class:`TorchVerifierResult`.
-Proof ``P1-rank1-reduction``.
+synchronise an accelerator with the host), generators, :class:`TorchVerifierResult`, and the
+choice of engine for CPU tensors (:func:`cpu_engine`: by default the kernel verifiers decide them
+on NumPy views, :func:`rass_theory.verifiers._batch.prepare_arrays`).  Proof ``P1-rank1-reduction``.
 """
 from __future__ import annotations
 
