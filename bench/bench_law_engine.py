@@ -56,12 +56,12 @@ def paired_best(fn, draw, repeats):
     return best_fn, best_draw
 
 
-def engine(backend):
-    """The CPU engine of a torch row: ``"torch"`` the default one, ``"torch_ns"`` the torch namespace."""
-    return "torch" if backend == "torch_ns" else "numpy"
+#: the CPU engine of each torch row: ``"torch"`` the default one, ``"torch_ns"`` the torch namespace
+ENGINE = {"torch": "numpy", "torch_ns": "torch"}
 
 
-def _in_engine(name, v, *args):
+def in_engine(name, v, *args):
+    """``v(*args)`` with CPU tensors decided by the engine ``name`` (``rass_theory.torch.cpu_engine``)."""
     from rass_theory.torch import cpu_engine
 
     with cpu_engine(name):
@@ -88,8 +88,8 @@ def measure(args):
                     if backend == "numpy":
                         call = (lambda v=v: v(children, mu_d, mu_t, sigma, np.random.default_rng(2)))
                     else:
-                        call = (lambda v=v, e=engine(backend): _in_engine(e, v, *tensors, sigma,
-                                                                        torch.Generator().manual_seed(2)))
+                        call = (lambda v=v, e=ENGINE[backend]: in_engine(e, v, *tensors, sigma,
+                                                                       torch.Generator().manual_seed(2)))
                     call()                                       # warm caches and imports
                     t, t_draw = paired_best(call, draw_fn, args.repeats)
                     rows.append(dict(batch="per-row" if per_row else "single", backend=backend, rule=rule,

@@ -15,25 +15,17 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
-from _common import RESULTS
-from bench_law_engine import RULES, make_batch
-
-
-def cpu_once(fn) -> float:
-    start = time.process_time()
-    fn()
-    return time.process_time() - start
+from _common import RESULTS, cpu_best
+from bench_law_engine import ENGINE, RULES, in_engine, make_batch
 
 
 def measure(n, K, d, repeats):
     import torch
 
     from rass_theory import verifiers as V
-    from rass_theory.torch import cpu_engine
 
     torch.set_num_threads(1)
     rows = []
@@ -42,19 +34,15 @@ def measure(n, K, d, repeats):
         tensors = tuple(torch.from_numpy(np.ascontiguousarray(x)) for x in (children, mu_d, mu_t))
         for rule in RULES:
             v = getattr(V, rule)()
-
-            def on_tensors(engine, v=v):
-                with cpu_engine(engine):
-                    return v(*tensors, sigma, torch.Generator().manual_seed(2))
-
-            calls = {"numpy": lambda v=v: v(children, mu_d, mu_t, sigma, np.random.default_rng(2)),
-                     "torch": lambda: on_tensors("numpy"), "torch_ns": lambda: on_tensors("torch")}
+            calls = {"numpy": lambda v=v: v(children, mu_d, mu_t, sigma, np.random.default_rng(2))}
+            calls.update({backend: (lambda v=v, e=engine: in_engine(e, v, *tensors, sigma, torch.Generator().manual_seed(2)))
+                          for backend, engine in ENGINE.items()})
             for call in calls.values():
                 call()                                     # warm caches and imports
             best = {name: np.inf for name in calls}
             for _ in range(repeats):
                 for name, call in calls.items():
-                    best[name] = min(best[name], cpu_once(call))
+                    best[name] = min(best[name], cpu_best(call, 1))
             row = dict(batch="per-row" if per_row else "single", rule=rule, **{f"{k}_s": v for k, v in best.items()},
                        torch_ratio=best["torch"] / best["numpy"], torch_ns_ratio=best["torch_ns"] / best["numpy"])
             print(row, flush=True)

@@ -132,7 +132,7 @@ def cpu_engine(name: str):
 
 def _tensor_result(states, accepted, child_index) -> "TorchVerifierResult":
     """A :class:`TorchVerifierResult` of the NumPy arrays of the host path (sharing their memory)."""
-    return TorchVerifierResult(torch.from_numpy(np.ascontiguousarray(states)), torch.from_numpy(accepted),
+    return TorchVerifierResult(torch.from_numpy(states), torch.from_numpy(accepted),
                                torch.from_numpy(child_index.astype(np.int64, copy=False)))
 
 
