@@ -925,13 +925,87 @@ def _solve_sets(nx, fun, brackets, tol):
     return out
 
 
+def increasing_delta(K: int) -> float:
+    """``delta`` from which ``h = log f - log g`` increases on the whole window, for every rank law.
+
+    ``g/phi`` is a Bernstein sum ``sum_j c_j p^j q^(K-1-j)`` (``c_j >= 0``, ``p = Phi(s)``,
+    ``q = Phi(-s)``), and ``d/ds [p^j q^(K-1-j)] <= j (phi/p) p^j q^(K-1-j)``, so
+    ``d/ds log(g/phi) <= (K-1) phi(s)/Phi(s)``, which decreases in ``s``.  On ``s >= -L(K)``,
+    ``h' = delta - d/ds log(g/phi) > 0`` once ``delta > (K-1) phi(-L)/Phi(-L)``
+    (``proofs/P7-selected-law.md``, P7.6).  Returned with a relative margin of ``1e-9``.
+    """
+    from scipy.special import log_ndtr
+
+    L = half_width(K)
+    mills = math.exp(-0.5 * L * L - _LOG_SQRT_2PI - float(log_ndtr(-L)))
+    return (K - 1) * mills * (1.0 + 1e-9)
+
+
+def _far_rows(law, delta):
+    """Rows whose crossing is found without the grid (:func:`_monotone_crossings`), or ``None``.
+
+    A RASS rank law (no threshold, so no jump of ``g``) on the host, at ``delta >= max(2 L(K),
+    increasing_delta(K))``: beyond ``2 L`` the sampler draws from ``f`` itself (:func:`sample`),
+    so only the exact acceptance and the optimiser read these crossings; there the grid would
+    need ``delta / spacing`` points (``1e12`` of them at ``delta = 1e11``).
+    """
+    if not isinstance(law, RankLaw) or law.t is not None:
+        return None
+    far = delta >= max(2.0 * half_width(law.K), increasing_delta(law.K))
+    if not law.nx.maybe_any(far):
+        return None
+    return law.nx.rows_where(far)
+
+
+def _monotone_crossings(law, delta, precise):
+    """The one crossing of rows whose ``h`` increases on the window (:func:`increasing_delta`).
+
+    ``h(s_cut) > 0`` at ``s_cut = delta/2 + (log K + margin)/delta`` (:func:`_scan_widths`), so
+    ``h`` has one root on ``[-L, s_cut]`` if ``h(-L) < 0`` and none in the window otherwise
+    (``f > g`` there).  ``h = delta (s - delta/2) - log(g/phi)``, a form that does not overflow
+    for ``delta`` up to the float range.  Returns ``(points (r, 1), first_positive (r,))``.
+    """
+    nx = law.nx
+    lo = nx.zeros_like(delta) - half_width(law.K)
+    hi = 0.5 * delta + (law.log_ratio_max + _CUT_MARGIN) / delta
+    rows = nx.arange(delta.shape[0], delta)
+
+    def h(x, j):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return delta[j] * (x - 0.5 * delta[j]) - law.take(j).log_ratio(x[:, None])[:, 0]
+
+    f_lo, f_hi = h(lo, rows), h(hi, rows)
+    opts = {} if precise else dict(xrtol=_CROSSING_TOL, xatol=_CROSSING_TOL)
+    root = nx.find_root(h, lo, hi, args=(rows,), values=(f_lo, f_hi), **opts)
+    first_positive = ~(f_lo < 0)
+    return nx.where(first_positive, nx.zeros_like(root) + math.inf, root)[:, None], first_positive
+
+
+def _crossings(law, delta, whi, precise):
+    """``(points, first_positive)``: the law's closed form, else the grid scan, except for the
+    rows :func:`_far_rows` picks, whose one crossing is solved directly."""
+    if hasattr(law, "crossings"):
+        return law.crossings(delta)
+    far = _far_rows(law, delta)
+    if far is None:
+        return _grid_crossings(law, delta, whi, precise)
+    nx = law.nx
+    near = nx.rows_where(delta < max(2.0 * half_width(law.K), increasing_delta(law.K)))
+    far_pts, far_pos = _monotone_crossings(law.take(far), delta[far], precise)
+    if near.shape[0] == 0:
+        return far_pts, far_pos
+    near_pts, near_pos = _grid_crossings(law.take(near), delta[near], whi[near], precise)
+    pts = nx.full((delta.shape[0], near_pts.shape[1]), math.inf, delta)
+    pts[near], pts[far, :1] = near_pts, far_pts
+    first_positive = nx.zeros_like(delta) > 1.0
+    first_positive[near], first_positive[far] = near_pos, far_pos
+    return pts, first_positive
+
+
 def _intervals(law, delta, whi, precise=False):
     """``(bounds (r, J + 1), positive (r, J), mass (r, J))`` of the residual per row."""
     nx = law.nx
-    if hasattr(law, "crossings"):
-        pts, first_positive = law.crossings(delta)
-    else:
-        pts, first_positive = _grid_crossings(law, delta, whi, precise)
+    pts, first_positive = _crossings(law, delta, whi, precise)
     r, c = pts.shape
     inf = nx.full((r, 1), math.inf, delta)
     bounds = nx.concat([-inf, pts, inf], 1)                 # (r, c + 2)
@@ -1354,8 +1428,8 @@ class DGRSLaw:
     def accept(self, k: int, s):
         """``min(1, r_{k-1}(s) / phi(s))`` for child ``k`` (1-based, ``k <= K + 1``), per row."""
         nx, d = self.nx, self.delta
-        x = d * (s - 0.5 * d)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            x = d * (s - 0.5 * d)                       # -inf where it overflows (f/phi = 0)
             if k == 1:
                 ratio = nx.exp(nx.minimum(x, 0.0))
             else:

@@ -570,6 +570,26 @@ def _table_guess(K, delta):
     return have, (lo[0], hi[0]), (lo[1], hi[1]), (lo[2], hi[2])
 
 
+#: ``log`` of a bound that rounds to 0 in float64 (``exp(-746) = 0``)
+_LOG_ZERO = -746.0
+
+
+def far_rows(K, delta):
+    """Rows where ``alpha*(K, delta) < exp(-746)``, so every acceptance rounds to 0 (either back end).
+
+    ``alpha* <= J(t_0) <= (K + 1) Phi(-(delta/2 - log(K)/delta))`` at ``t_0 = delta/2 + log(K)/delta``
+    (``proofs/P10-optimal-list-rule.md``, P10.8).  There the rule selects the largest child
+    (``t_a = -inf``: no fake scores), is always rejected (``f/g* = 0`` in float64) and draws the
+    residual from ``f`` itself: its output is within ``2 alpha* < 1e-323`` of the target in total
+    variation, and its constants need no root (the general solve loses its brackets from
+    ``delta ~ 1e4`` on).  ``delta >= 2 * 38.6`` or so, depending on ``K``.
+    """
+    nx = get_backend(delta)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        z = 0.5 * delta - nx.log(K) / delta
+        return (delta > 0) & (nx.log(K + 1.0) + nx.log_ndtr(-z) < _LOG_ZERO)
+
+
 def solve_list_rule(K, delta) -> ListRuleParams:
     """Solve and check the optimal list rule's constants for every row.
 
@@ -613,7 +633,8 @@ def solve_list_rule(K, delta) -> ListRuleParams:
     acc = np.ones(n)
     one = K == 1
     zero = (delta == 0) & ~one
-    gen = ~one & ~zero
+    far = far_rows(K, delta) & ~one & ~zero
+    gen = ~one & ~zero & ~far
     # K = 1: the only child is selected, g = phi; residual (f - phi)_+ on [delta/2, inf)
     if one.any():
         d1 = delta[one]
@@ -626,6 +647,14 @@ def solve_list_rule(K, delta) -> ListRuleParams:
     if zero.any():
         t_keep[zero] = np.inf
         log_M[zero] = -np.log(K[zero])
+    if far.any():
+        # alpha* < exp(-746) (far_rows): the law of the maximum, always rejected, residual f
+        d = delta[far]
+        t_keep[far] = -np.inf
+        t_star[far] = 0.5 * d + np.log(K[far]) / d
+        log_c[far] = -np.inf
+        log_rej[far] = 0.0
+        acc[far] = 0.0
     if gen.any():
         Kg, dg = K[gen], delta[gen]
         cols = _solve_general(Kg, dg, _table_guess(Kg, dg))
@@ -643,7 +672,8 @@ def log_selected_ratio(p: ListRuleParams, s):
     """``log(g*(s) / phi(s))`` per row: ``delta s - delta^2/2`` below ``t_a``, else ``log K + (K-1) log Phi(s)``."""
     nx = get_backend(s)
     below = s < p.t_keep
-    return nx.where(below, p.delta * s - 0.5 * p.delta ** 2, nx.log(p.K) + (p.K - 1) * nx.log_ndtr(s))
+    with np.errstate(over="ignore"):                    # delta^2 = inf: only where s >= t_a = -inf
+        return nx.where(below, p.delta * s - 0.5 * p.delta ** 2, nx.log(p.K) + (p.K - 1) * nx.log_ndtr(s))
 
 
 def selected_cdf(p: ListRuleParams, s):
@@ -870,6 +900,21 @@ def sample_residual(p: ListRuleParams, u):
         return nx.cast(u, nx.float64)
     zero = nx.zeros_like(u)
     K, delta, t_star, log_rej = (zero + v for v in (p.K, p.delta, p.t_star, p.log_rejection))
+    far = far_rows(K, delta) & (K > 1)
+    if not nx.maybe_any(far):
+        return _residual_rows(nx, K, delta, t_star, log_rej, u)
+    from_f = delta + nx.ndtri(nx.clip(u, 1e-300, 1.0 - 2.0 ** -53))   # the residual is f (far_rows)
+    near = nx.rows_where(~far)
+    if near is None:                                 # accelerator: every row, merged
+        return nx.where(far, from_f, _residual_rows(nx, K, delta, t_star, log_rej, u))
+    out = nx.copy(from_f)
+    if near.shape[0]:
+        out[near] = _residual_rows(nx, K[near], delta[near], t_star[near], log_rej[near], u[near])
+    return out
+
+
+def _residual_rows(nx, K, delta, t_star, log_rej, u):
+    """:func:`sample_residual` on rows of the general solve (per-row arrays of ``u``'s shape)."""
     with np.errstate(divide="ignore"):
         target = nx.log1p(-nx.minimum(u, 1.0 - _EPS)) + log_rej
     lo = t_star

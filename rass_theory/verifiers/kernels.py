@@ -86,8 +86,10 @@ def log_rank_ratio(nx, weights, s):
 
 
 def log_target_ratio(delta, s):
-    """``log(f(s) / phi(s)) = delta s - delta^2 / 2`` with ``f = phi(. - delta)``."""
-    return delta * s - 0.5 * delta * delta
+    """``log(f(s) / phi(s)) = delta s - delta^2 / 2`` with ``f = phi(. - delta)`` (``-inf`` where
+    ``delta^2`` overflows, ``delta > 1.3e154``: ``f/phi`` is 0 there)."""
+    with np.errstate(over="ignore"):
+        return delta * s - 0.5 * delta * delta
 
 
 def accept(nx, log_ratio, u, degenerate):
