@@ -148,3 +148,37 @@ def test_verifiers_at_delta_1e300(rule):
         warnings.simplefilter("error")
         res = getattr(V, rule)()(children, mu_d, mu_t, 1.0, rng)
     assert not res.accepted.any() and np.all(np.isfinite(res.states))
+
+
+class TestThresholdDirectCrossing:
+    @pytest.mark.parametrize("K", [2, 4, 8])
+    def test_direct_crossings_equal_the_grid_scan(self, K):
+        """Thresholds below the window, inside it (both sides of the jump) and above it."""
+        rng = np.random.default_rng(20 + K)
+        lo = max(2 * laws.half_width(K), laws.increasing_delta(K))
+        delta = np.repeat(np.linspace(lo, lo + 20.0, 4), 6)
+        t = np.tile([-30.0, -2.0, 0.5, 3.0, 0.5 * lo, np.inf], 4)
+        w = rng.dirichlet(np.ones(K), size=delta.size)
+        law = laws.RankLaw(w, t)
+        whi = np.maximum(delta, np.sqrt(2 * np.log(K))) + laws.half_width(K)
+        grid_pts, grid_pos = laws._grid_crossings(law, delta, whi, precise=True)
+        pts, pos = laws._crossings(law, delta, whi, precise=True)
+        np.testing.assert_array_equal(pos, grid_pos)
+        for i in range(delta.size):
+            a, b = grid_pts[i][np.isfinite(grid_pts[i])], pts[i][np.isfinite(pts[i])]
+            np.testing.assert_allclose(b, a, rtol=1e-14, err_msg=f"row {i}: t={t[i]}, delta={delta[i]}")
+        _, _, mass = laws.residual_intervals(law, delta)
+        assert np.all(np.abs(mass.sum(1) - 1.0) < 1e-12)
+
+    def test_threshold_verifier_large_K_far_delta_is_fast(self):
+        import time
+        K, n = 16, 4
+        rng = np.random.default_rng(3)
+        mu_d = np.zeros((n, 3))
+        mu_t = np.zeros((n, 3))
+        mu_t[:, 0] = [1e5, 1e6, 1e8, 1e12]
+        children = rng.standard_normal((n, K, 3))
+        start = time.process_time()
+        res = V.threshold()(children, mu_d, mu_t, 1.0, rng)
+        assert time.process_time() - start < 30.0
+        assert not res.accepted.any()

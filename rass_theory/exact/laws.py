@@ -932,7 +932,7 @@ def increasing_delta(K: int) -> float:
     ``q = Phi(-s)``), and ``d/ds [p^j q^(K-1-j)] <= j (phi/p) p^j q^(K-1-j)``, so
     ``d/ds log(g/phi) <= (K-1) phi(s)/Phi(s)``, which decreases in ``s``.  On ``s >= -L(K)``,
     ``h' = delta - d/ds log(g/phi) > 0`` once ``delta > (K-1) phi(-L)/Phi(-L)``
-    (``proofs/P7-selected-law.md``, P7.6).  Returned with a relative margin of ``1e-9``.
+    (``proofs/P7-selected-law.md``, P7.5).  Returned with a relative margin of ``1e-9``.
     """
     from scipy.special import log_ndtr
 
@@ -942,14 +942,14 @@ def increasing_delta(K: int) -> float:
 
 
 def _far_rows(law, delta):
-    """Rows whose crossing is found without the grid (:func:`_monotone_crossings`), or ``None``.
+    """Rows whose crossings are found without the grid (:func:`_monotone_crossings`), or ``None``.
 
-    A RASS rank law (no threshold, so no jump of ``g``) on the host, at ``delta >= max(2 L(K),
+    A rank law (RASS, or the threshold policy) on the host, at ``delta >= max(2 L(K),
     increasing_delta(K))``: beyond ``2 L`` the sampler draws from ``f`` itself (:func:`sample`),
     so only the exact acceptance and the optimiser read these crossings; there the grid would
     need ``delta / spacing`` points (``1e12`` of them at ``delta = 1e11``).
     """
-    if not isinstance(law, RankLaw) or law.t is not None:
+    if not isinstance(law, RankLaw):
         return None
     far = delta >= max(2.0 * half_width(law.K), increasing_delta(law.K))
     if not law.nx.maybe_any(far):
@@ -958,27 +958,46 @@ def _far_rows(law, delta):
 
 
 def _monotone_crossings(law, delta, precise):
-    """The one crossing of rows whose ``h`` increases on the window (:func:`increasing_delta`).
+    """The crossings of rows whose ``h`` increases on the window (:func:`increasing_delta`).
 
-    ``h(s_cut) > 0`` at ``s_cut = delta/2 + (log K + margin)/delta`` (:func:`_scan_widths`), so
-    ``h`` has one root on ``[-L, s_cut]`` if ``h(-L) < 0`` and none in the window otherwise
-    (``f > g`` there).  ``h = delta (s - delta/2) - log(g/phi)``, a form that does not overflow
-    for ``delta`` up to the float range.  Returns ``(points (r, 1), first_positive (r,))``.
+    ``h(s_cut) > 0`` at ``s_cut = delta/2 + (log K + margin)/delta`` (:func:`_scan_widths`).  A
+    RASS law has one root on ``[-L, s_cut]`` if ``h(-L) < 0`` and none in the window otherwise
+    (``f > g`` there).  A threshold law's ``h`` increases on each side of its jump at ``t``: a
+    root on ``[-L, t)`` and one on ``[t, s_cut]`` where ``h`` changes sign there, and ``t`` itself
+    where ``h`` changes sign across the jump (``proofs/P7-selected-law.md``, P7.5).
+    ``h = delta (s - delta/2) - log(g/phi)``, a form that does not overflow for ``delta`` up to
+    the float range.  Returns ``(points (r, c), first_positive (r,))``, ``c = 1`` or ``3``.
     """
     nx = law.nx
     lo = nx.zeros_like(delta) - half_width(law.K)
     hi = 0.5 * delta + (law.log_ratio_max + _CUT_MARGIN) / delta
     rows = nx.arange(delta.shape[0], delta)
+    inf = nx.zeros_like(delta) + math.inf
 
     def h(x, j):
         with np.errstate(over="ignore", invalid="ignore"):
             return delta[j] * (x - 0.5 * delta[j]) - law.take(j).log_ratio(x[:, None])[:, 0]
 
-    f_lo, f_hi = h(lo, rows), h(hi, rows)
     opts = {} if precise else dict(xrtol=_CROSSING_TOL, xatol=_CROSSING_TOL)
-    root = nx.find_root(h, lo, hi, args=(rows,), values=(f_lo, f_hi), **opts)
+
+    def root(a, b, f_a, f_b, mask):
+        """The root on ``[a, b]`` where ``mask`` (``h`` rises through 0 there), ``inf`` elsewhere."""
+        x = nx.find_root(h, a, nx.maximum(b, a), args=(rows,), values=(f_a, f_b), **opts)
+        return nx.where(mask, x, inf)
+
+    f_lo, f_hi = h(lo, rows), h(hi, rows)
     first_positive = ~(f_lo < 0)
-    return nx.where(first_positive, nx.zeros_like(root) + math.inf, root)[:, None], first_positive
+    if law.t is None:
+        return root(lo, hi, f_lo, f_hi, ~first_positive)[:, None], first_positive
+    t = nx.minimum(nx.maximum(law.t, lo), hi)             # the jump, clipped to [-L, s_cut]
+    inside = (law.t > lo) & (law.t < hi)
+    below = nx.maximum(nx.next_below(t), lo)
+    f_below, f_t = h(below, rows), h(t, rows)
+    left = root(lo, below, f_lo, f_below, (law.t > lo) & (f_lo < 0) & (f_below > 0))
+    jump = nx.where(inside & ((f_below > 0) != (f_t > 0)), t, inf)
+    right = root(t, hi, f_t, f_hi, (f_t < 0) & (law.t < hi))
+    # t <= -L: one piece from -L, the law of the maximum; t >= s_cut: one piece below t
+    return nx.sort(nx.stack([left, jump, right], 1), 1), first_positive
 
 
 def _crossings(law, delta, whi, precise):
@@ -995,8 +1014,9 @@ def _crossings(law, delta, whi, precise):
     if near.shape[0] == 0:
         return far_pts, far_pos
     near_pts, near_pos = _grid_crossings(law.take(near), delta[near], whi[near], precise)
-    pts = nx.full((delta.shape[0], near_pts.shape[1]), math.inf, delta)
-    pts[near], pts[far, :1] = near_pts, far_pts
+    width = max(near_pts.shape[1], far_pts.shape[1])
+    pts = nx.full((delta.shape[0], width), math.inf, delta)
+    pts[near, :near_pts.shape[1]], pts[far, :far_pts.shape[1]] = near_pts, far_pts
     first_positive = nx.zeros_like(delta) > 1.0
     first_positive[near], first_positive[far] = near_pos, far_pos
     return pts, first_positive

@@ -580,7 +580,7 @@ def far_rows(K, delta):
     ``alpha* <= J(t_0) <= (K + 1) Phi(-(delta/2 - log(K)/delta))`` at ``t_0 = delta/2 + log(K)/delta``
     (``proofs/P10-optimal-list-rule.md``, P10.8).  There the rule selects the largest child
     (``t_a = -inf``: no fake scores), is always rejected (``f/g* = 0`` in float64) and draws the
-    residual from ``f`` itself: its output is within ``2 alpha* < 1e-323`` of the target in total
+    residual from ``f`` itself: its output is within ``alpha* < 1e-323`` of the target in total
     variation, and its constants need no root (the general solve loses its brackets from
     ``delta ~ 1e4`` on).  ``delta >= 2 * 38.6`` or so, depending on ``K``.
     """

@@ -22,6 +22,7 @@ import numpy as np
 from rass_theory._validation import as_generator, check_delta, check_K, check_weights
 
 from rass_theory.exact.segments import evaluate_tv, segments_cdf, segments_logpdf
+from .list_rule import far_rows
 from .rank_weights import segment_spacing, optimal_rank_weights
 from .threshold import ThresholdRowLaw, threshold_segments
 
@@ -318,7 +319,10 @@ def optimal_threshold_policy(K, delta, *, n_grid: int = 25, xtol: float = 1e-6,
     K = check_K(K)
     delta = check_delta(delta)
     rass = optimal_rank_weights(K, delta)
-    if K == 1 or delta <= np.sqrt(np.finfo(float).eps):
+    # far_rows: alpha*(K, delta) < exp(-746), so every policy's acceptance rounds to 0 (P10.8);
+    # the threshold search would scan a grid of delta / 0.1 points for nothing
+    far = bool(far_rows(np.array([float(K)]), np.array([delta]))[0])
+    if K == 1 or delta <= np.sqrt(np.finfo(float).eps) or far:
         pol = ThresholdRankPolicy(K, np.inf, rass.weights)
         return ThresholdPolicyResult(pol, rass.acceptance, np.inf, rass.weights, rass.gap,
                                      rass.acceptance, rass.tv)
