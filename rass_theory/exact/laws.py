@@ -1002,7 +1002,7 @@ def _monotone_crossings(law, delta, precise):
 
 def _crossings(law, delta, whi, precise):
     """``(points, first_positive)``: the law's closed form, else the grid scan, except for the
-    rows :func:`_far_rows` picks, whose one crossing is solved directly."""
+    rows :func:`_far_rows` picks, whose crossings are solved directly (:func:`_monotone_crossings`)."""
     if hasattr(law, "crossings"):
         return law.crossings(delta)
     far = _far_rows(law, delta)

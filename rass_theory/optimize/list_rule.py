@@ -615,7 +615,10 @@ def solve_list_rule(K, delta) -> ListRuleParams:
     ``D = Phi^K - Phi(. - delta)``; ``mass_defect = |D(t_a)|``; ``gap = J(t*) - J(t_B)`` with ``t_B``
     an independent bracketing solve of ``h``.  Where one ``K`` has at least ``_TABLE_MIN_ROWS`` rows
     the starts and brackets are narrowed by a cached per-``K`` table (:func:`_table_guess`), with
-    the wide ones wherever a narrow one does not hold.  Starts, brackets and proofs:
+    the wide ones wherever a narrow one does not hold.  Rows where ``alpha*`` rounds to 0
+    (:func:`far_rows`, P10.8) are not solved: ``t_a = -inf`` (the law of the maximum),
+    ``t* = delta/2 + log(K)/delta``, acceptance 0, rejection probability 1, mass defect 0.
+    Starts, brackets and proofs:
     ``proofs/P10-optimal-list-rule.md``, P10.4 and P10.6.
     """
     delta = np.atleast_1d(np.asarray(delta, dtype=np.float64))
