@@ -925,6 +925,7 @@ def _solve_sets(nx, fun, brackets, tol):
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def increasing_delta(K: int) -> float:
     """``delta`` from which ``h = log f - log g`` increases on the whole window, for every rank law.
 
@@ -942,7 +943,8 @@ def increasing_delta(K: int) -> float:
 
 
 def _far_rows(law, delta):
-    """Rows whose crossings are found without the grid (:func:`_monotone_crossings`), or ``None``.
+    """``(far, near)`` row indices: crossings found without the grid (:func:`_monotone_crossings`)
+    and by it; ``None`` when no row is far.
 
     A rank law (RASS, or the threshold policy) on the host, at ``delta >= max(2 L(K),
     increasing_delta(K))``: beyond ``2 L`` the sampler draws from ``f`` itself (:func:`sample`),
@@ -954,7 +956,7 @@ def _far_rows(law, delta):
     far = delta >= max(2.0 * half_width(law.K), increasing_delta(law.K))
     if not law.nx.maybe_any(far):
         return None
-    return law.nx.rows_where(far)
+    return law.nx.rows_where(far), law.nx.rows_where(~far)
 
 
 def _monotone_crossings(law, delta, precise):
@@ -1005,11 +1007,11 @@ def _crossings(law, delta, whi, precise):
     rows :func:`_far_rows` picks, whose crossings are solved directly (:func:`_monotone_crossings`)."""
     if hasattr(law, "crossings"):
         return law.crossings(delta)
-    far = _far_rows(law, delta)
-    if far is None:
+    split = _far_rows(law, delta)
+    if split is None or split[0] is None:                 # no far row, or an accelerator
         return _grid_crossings(law, delta, whi, precise)
     nx = law.nx
-    near = nx.rows_where(delta < max(2.0 * half_width(law.K), increasing_delta(law.K)))
+    far, near = split
     far_pts, far_pos = _monotone_crossings(law.take(far), delta[far], precise)
     if near.shape[0] == 0:
         return far_pts, far_pos

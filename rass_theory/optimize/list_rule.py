@@ -903,7 +903,7 @@ def sample_residual(p: ListRuleParams, u):
         return nx.cast(u, nx.float64)
     zero = nx.zeros_like(u)
     K, delta, t_star, log_rej = (zero + v for v in (p.K, p.delta, p.t_star, p.log_rejection))
-    far = far_rows(K, delta) & (K > 1)
+    far = (p.t_keep + zero == -math.inf) & (K > 1)     # far_rows (solve_list_rule's t_a = -inf)
     if not nx.maybe_any(far):
         return _residual_rows(nx, K, delta, t_star, log_rej, u)
     from_f = delta + nx.ndtri(nx.clip(u, 1e-300, 1.0 - 2.0 ** -53))   # the residual is f (far_rows)

@@ -307,3 +307,14 @@ def compare(rule, K, delta, weights=None):
         return _errors(rt.acceptance("rass", K, delta, weights=weights),
                        rejection_probability("rass", K, delta, weights=weights), ref_acc, ref_tv)
     raise ValueError(f"unknown rule {rule!r}")
+
+
+def top_rank_acceptance(K, delta, dps=400):
+    """``int min(f, K phi Phi^(K-1))`` (RASS at the top-rank vertex) for large ``delta``: one crossing
+    ``c`` near ``delta/2`` (``f < g`` left of it in the window), so ``Phi(c - delta) + 1 - Phi(c)^K``;
+    ``dps`` digits because ``1 - Phi(c)^K`` cancels to ``~K Phi(-c)``."""
+    with mp.workdps(dps):
+        f = lambda s: mp.npdf(s - delta)                             # noqa: E731
+        g = lambda s: K * mp.npdf(s) * mp.ncdf(s) ** (K - 1)         # noqa: E731
+        c = mp.findroot(lambda s: mp.log(f(s)) - mp.log(g(s)), delta / 2)
+        return mp.ncdf(c - delta) + (1 - mp.ncdf(c) ** K)
