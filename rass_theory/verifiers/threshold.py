@@ -138,6 +138,8 @@ class ThresholdVerifier(KernelVerifier):
             from ..optimize.threshold_table import threshold_table
 
             return threshold_table(K).parameters(delta)
+        if n == 0:                                                   # an empty batch: no policy to solve
+            return np.empty(0), np.empty((0, K))
         values, inverse = np.unique(delta, return_inverse=True)
         pols = [_optimal_threshold(K, float(v)) for v in values]
         inverse = inverse.reshape(-1)

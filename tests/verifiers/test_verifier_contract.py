@@ -146,18 +146,28 @@ class TestBadInput:
             verifiers.rass()(children, mu_d, mu_t, sigma, "seed")
 
 
-@pytest.mark.parametrize("n, K, d", [(0, 4, 3), (7, 4, 1), (5, 1, 2)])
-@pytest.mark.parametrize("name", ["dgrs", "rass_uniform", "rass_array", "resample"])
-def test_edge_shapes(name, n, K, d, rng):
-    """Empty batches, one dimension (no orthogonal part) and a single child."""
+EDGE_RULES = dict(K4_RULES, threshold=lambda: verifiers.threshold(), optimal_list=lambda: verifiers.optimal_list())
+
+
+@pytest.mark.parametrize("n, K, d", [(0, 4, 3), (0, 1, 3), (0, 9, 2), (7, 4, 1), (5, 1, 2)])
+@pytest.mark.parametrize("name", ["dgrs", "rass_uniform", "rass_array", "resample", "threshold", "optimal_list"])
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_edge_shapes(name, n, K, d, backend, rng):
+    """Empty batches (for every K: K = 1 and K > 8 once made the threshold rule stack an empty
+    list of policies), one dimension (no orthogonal part) and a single child, on both back ends."""
     if name == "rass_array" and K != 4:
         pytest.skip("fixed weights have length 4")
     children = rng.standard_normal((n, K, d))
     mu_d = np.zeros((n, d))
     mu_t = mu_d.copy()
     mu_t[:, 0] = 0.5
-    res = K4_RULES[name]()(children, mu_d, mu_t, 1.0, rng)
-    assert res.states.shape == (n, d)
+    gen = rng
+    if backend == "torch":
+        torch = pytest.importorskip("torch")
+        children, mu_d, mu_t = (torch.from_numpy(x) for x in (children, mu_d, mu_t))
+        gen = torch.Generator().manual_seed(0)
+    res = EDGE_RULES[name]()(children, mu_d, mu_t, 1.0, gen)
+    assert tuple(res.states.shape) == (n, d)
     assert check_contract(res, children) == []
 
 
