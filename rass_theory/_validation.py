@@ -49,9 +49,14 @@ def check_delta(delta, *, name: str = "delta", allow_array: bool = False):
     if isinstance(delta, bool):
         raise TypeError(f"{name} must be a real number, got a bool")
     try:
-        arr = np.asarray(delta, dtype=np.float64)
+        raw = np.asarray(delta)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a real number, got {delta!r}") from exc
+    # strings ("1" would parse), None (it would read as NaN), objects and booleans are not numbers
+    if raw.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be a real number or an array of them, got {delta!r} "
+                        f"(dtype {raw.dtype})")
+    arr = raw.astype(np.float64, copy=False)
     if arr.ndim > 0 and not allow_array:
         raise ValueError(f"{name} must be a scalar, got an array of shape {arr.shape}")
     if not np.all(np.isfinite(arr)):

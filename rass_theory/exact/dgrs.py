@@ -49,6 +49,9 @@ _INV_SQRT_2PI = 0.39894228040143267794
 #: the series is used when ``(b - a) * max(1, |m|) < SERIES_WIDTH``
 SERIES_WIDTH = 0.1
 _ARRAY_SERIES_TERMS = 6  # j = 0..5: with h max(1, |m|) < 0.05 the omitted tail is < 1e-18
+#: the largest ``K`` of the exact D-GRS functions: the level recursion takes one step per child
+#: (about 1.5 s at this ``K``; ``K = 2**40`` would run for days)
+MAX_K = 1 << 20
 
 
 def norm_sf(x: float) -> float:
@@ -140,9 +143,9 @@ def _rejection_scalar(K: int, delta: float) -> float:
 
 def _validate_fast(K, delta) -> tuple[int, float]:
     """Validate ``K`` and ``delta``; plain ``int``/``float`` arguments take a quick path."""
-    if type(K) is int and K >= 1 and type(delta) is float and 0.0 <= delta < math.inf:
+    if type(K) is int and 1 <= K <= MAX_K and type(delta) is float and 0.0 <= delta < math.inf:
         return K, delta
-    return check_K(K), check_delta(delta)
+    return check_K(K, maximum=MAX_K), check_delta(delta)
 
 
 def _acceptance_scalar(K: int, delta: float) -> float:
@@ -285,7 +288,7 @@ def levels(K, delta) -> DGRSLevels:
     ``a_k = 1 / P_k``, ``b_k = S_k / P_k``, ``c_k = delta / 2 + log(S_k) / delta`` with
     ``S_k = P_0 + ... + P_{k-1}``, and ``Z_k = P_k / P_{k-1}``; ``proofs/P3-dgrs-closed-form.md``.
     """
-    K = check_K(K)
+    K = check_K(K, maximum=MAX_K)
     delta = check_delta(delta)
     if delta == 0.0:
         raise ValueError("delta must be > 0 for the D-GRS residual levels (at delta = 0 the first "
@@ -325,7 +328,7 @@ def dgrs_residual_masses(K, delta) -> np.ndarray:
     -----
     The rejection probability is ``prod_k Z_k = P_K``; ``proofs/P3-dgrs-closed-form.md``.
     """
-    K = check_K(K)
+    K = check_K(K, maximum=MAX_K)
     delta = check_delta(delta)
     if delta == 0.0:
         _, ps = limit_levels(K)
@@ -392,7 +395,7 @@ def final_residual_sf(K, delta, s) -> np.ndarray:
     ``P_K int_s^inf r_K = [Phi(s) - Phi(s - delta)] - T_K Q(s)`` for ``s >= c_K``;
     ``proofs/P3-dgrs-closed-form.md``.
     """
-    K = check_K(K)
+    K = check_K(K, maximum=MAX_K)
     delta, s = _check_rows(delta, s, "s")
     return DGRSLaw(K, delta).final_sf(s)
 
@@ -424,7 +427,7 @@ def batch_sample_final_residual(K, delta, u) -> np.ndarray:
     ``s >= c_K``; density ``r_K(s) = phi(s) (expm1(delta (s - delta/2)) - T_K) / P_K``.
     ``proofs/P3-dgrs-closed-form.md``.
     """
-    K = check_K(K)
+    K = check_K(K, maximum=MAX_K)
     delta, u = _check_rows(delta, u, "u")
     if np.any((u < 0.0) | (u >= 1.0)):
         raise ValueError("u must lie in [0, 1)")

@@ -38,6 +38,26 @@ class TestValidation:
         with pytest.raises(ValueError, match="delta"):
             rejection_probability(rule, 1, delta)
 
+    @pytest.mark.parametrize("rule", ["rmc", "dgrs", "rass", "threshold", "optimal_list"])
+    @pytest.mark.parametrize("delta", ["1", None, [1.0, "a"], np.array([True]), object()])
+    def test_delta_that_is_not_a_number(self, rule, delta):
+        """A string used to parse ("1" gave the acceptance at 1) and None read as NaN (ValueError)."""
+        with pytest.raises(TypeError, match="delta must be a real number"):
+            rt.acceptance(rule, 1, delta)
+
+    @pytest.mark.parametrize("rule", ["dgrs", "rass", "threshold"])
+    def test_K_beyond_the_rule_maximum(self, rule):
+        """D-GRS's recursion takes one step per child: K = 2**40 ran for days instead of raising."""
+        with pytest.raises(ValueError, match="K must be <="):
+            rt.acceptance(rule, 2 ** 40, 1.0)
+        with pytest.raises(ValueError, match="K must be <="):
+            rejection_probability(rule, 2 ** 40, 1.0)
+
+    def test_dgrs_at_its_largest_K(self):
+        assert rt.acceptance("dgrs", dgrs.MAX_K, 1.0) == pytest.approx(1.0 - rejection_probability("dgrs", dgrs.MAX_K, 1.0), abs=1e-15)
+        with pytest.raises(ValueError, match=f"K must be <= {dgrs.MAX_K}"):
+            dgrs.acceptance(dgrs.MAX_K + 1, 1.0)
+
     @pytest.mark.parametrize("K", [0, -1, 2.5])
     def test_bad_K(self, K):
         with pytest.raises((ValueError, TypeError), match="K"):
