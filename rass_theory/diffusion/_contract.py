@@ -23,8 +23,9 @@ def _threshold_policy(K: int, delta: float):
 def snapped_threshold_verifier(grid=None):
     """Optimal threshold policy with its parameters chosen at the grid point below each delta.
 
-    The built-in ``verifiers.threshold()`` solves one optimisation per distinct ``delta`` of a
-    batch; in a diffusion run every node has its own ``delta``.  A threshold policy is exact for
+    The built-in ``verifiers.threshold()`` reads per-row parameters from its certified table
+    (``K <= 8``) or uses the family's RASS member (larger ``K``); this verifier instead solves
+    the optimal policy once per grid point, for any ``K``.  A threshold policy is exact for
     any parameters (only its selected law, evaluated at the row's true ``delta``, enters the
     accept/correct step; proof P2), so snapping the *choice* of parameters to ``grid`` costs only
     optimality (at most one grid cell's worth of acceptance).

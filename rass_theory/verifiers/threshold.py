@@ -44,6 +44,14 @@ def _interpolated_threshold(K: int):
     return InterpolatedThresholdPolicy(K)
 
 
+def _rass_member_weights(K: int, delta: np.ndarray) -> np.ndarray:
+    """Rank weights ``(n, K)`` of the threshold family's RASS member (``t = +inf``) at ``delta (n,)``:
+    the interpolated optimal RASS weights (``optimize.rank_weights.optimal_weights_interpolator``)."""
+    from ..optimize.rank_weights import optimal_weights_interpolator
+
+    return optimal_weights_interpolator(K)(delta)
+
+
 def _has_table(K: int) -> bool:
     from ..optimize.threshold_table import tabulated_K
 
@@ -89,6 +97,10 @@ class ThresholdVerifier(KernelVerifier):
     def _uses_table(self, K: int) -> bool:
         return self._w is None and self.delta is None and self.parameters == "interpolated" and _has_table(K)
 
+    def _uses_rass_member(self, K: int) -> bool:
+        """``"interpolated"`` where ``K`` has no certified table: the family's RASS member."""
+        return self._w is None and self.delta is None and self.parameters == "interpolated" and not _has_table(K)
+
     def parameters_at(self, K: int, delta: float | None = None):
         """``(t, w')`` used for ``K`` children at ``delta`` (host values; ``t`` as given when per row)."""
         K = check_K(K)
@@ -116,6 +128,10 @@ class ThresholdVerifier(KernelVerifier):
             return ThresholdRankPolicy(K, self.t, self._w)
         if self._uses_table(K):
             return _interpolated_threshold(K)
+        if self._uses_rass_member(K):
+            if delta is None:
+                raise ValueError("this threshold verifier's parameters depend on delta: give delta")
+            return ThresholdRankPolicy(K, math.inf, _rass_member_weights(K, np.array([check_delta(delta)]))[0])
         if self.delta is not None:
             delta = self.delta
         if delta is None:
@@ -138,6 +154,8 @@ class ThresholdVerifier(KernelVerifier):
             from ..optimize.threshold_table import threshold_table
 
             return threshold_table(K).parameters(delta)
+        if self._uses_rass_member(K):
+            return np.full(n, math.inf), _rass_member_weights(K, delta)
         if n == 0:                                                   # an empty batch: no policy to solve
             return np.empty(0), np.empty((0, K))
         values, inverse = np.unique(delta, return_inverse=True)
@@ -233,9 +251,12 @@ def threshold(t=None, weights=None, K: int | None = None, *, delta=None, paramet
         Without ``t`` and ``delta``: ``"interpolated"`` (default) reads each row's ``(t, w')``
         from the certified table (:mod:`rass_theory.optimize.threshold_table`, within
         ``max_gap`` of the optimum; on torch interpolated on the device, no host
-        synchronisation); where ``K`` has no table (``K = 1`` or ``K > 8``) it falls back to
-        ``"optimal"``, which solves ``optimal_threshold_policy(K, delta)`` once per distinct
-        ``delta`` (about a second each, cached; torch reads the deltas on the host).
+        synchronisation); where ``K`` has no table (``K = 1`` or ``K > 8``) it uses the family's
+        RASS member, ``t = +inf`` with the interpolated optimal RASS weights of each row's
+        ``delta`` (exact like every member; at most the threshold's small gain over RASS is
+        lost).  ``"optimal"`` solves ``optimal_threshold_policy(K, delta)`` once per distinct
+        ``delta`` (cached; from about a second at ``K <= 8`` to 10 s or more at ``K = 12``, so
+        only for batches with few distinct deltas; torch reads the deltas on the host).
     orthogonal : {"selected", "fresh"}
 
     Notes
