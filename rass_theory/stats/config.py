@@ -137,13 +137,29 @@ def resolve_expected_acceptance(verifier, K, deltas, expected_acceptance) -> tup
     return (_probability_or_nan(source, name),) + tuple(float("nan") for _ in deltas[1:])
 
 
+def _dtype_name(dtype) -> str | None:
+    """The name of a NumPy or torch floating dtype (``np.float32``, ``np.dtype("float64")``,
+    ``torch.bfloat16``), ``None`` for anything else (names are checked by the caller)."""
+    if isinstance(dtype, str):
+        return None
+    if type(dtype).__module__.startswith("torch") and type(dtype).__name__ == "dtype":
+        return str(dtype).removeprefix("torch.")
+    try:
+        dt = np.dtype(dtype) if isinstance(dtype, (np.dtype, type)) else None
+    except TypeError:
+        return None
+    return None if dt is None else dt.name
+
+
 def check_dtypes(dtype, backend) -> tuple:
-    """Validate the ``dtype`` argument: one name or a sequence of names from ``DTYPES``."""
-    names = (dtype,) if isinstance(dtype, str) else dtype
+    """Validate the ``dtype`` argument: one name or a sequence of names from ``DTYPES`` (a NumPy
+    or torch dtype, such as ``np.float32`` or ``torch.bfloat16``, stands for its name)."""
+    names = (dtype,) if isinstance(dtype, str) or _dtype_name(dtype) else dtype
     try:
         names = tuple(names)
     except TypeError:
         raise TypeError(f"dtype must be a dtype name or a sequence of them, got {dtype!r}") from None
+    names = tuple(_dtype_name(nm) or nm for nm in names)
     if not names:
         raise ValueError("dtype must name at least one dtype")
     for nm in names:

@@ -25,6 +25,23 @@ class TestOptionsWrittenOnce:
         with pytest.raises(TypeError, match="bogus"):
             check_options({"bogus": 1})
 
+    def test_dtype_objects_stand_for_their_names(self):
+        """``np.float32`` or ``torch.bfloat16`` used to raise "must be a dtype name"."""
+        from rass_theory.stats.config import check_dtypes
+
+        assert check_dtypes(np.float64, "numpy") == ("float64",)
+        assert check_dtypes([np.dtype("float32"), "float64"], "numpy") == ("float32", "float64")
+        torch = pytest.importorskip("torch")
+        assert check_dtypes(torch.bfloat16, "torch") == ("bfloat16",)
+        with pytest.raises(ValueError, match="dtype must be among .* got 'float16'"):
+            check_dtypes(np.float16, "numpy")
+        with pytest.raises(ValueError, match="got 'int32'"):
+            check_dtypes(torch.int32, "torch")
+        with pytest.raises(TypeError, match="dtype must be a dtype name"):
+            check_dtypes(object(), "numpy")
+        rep = rt.check_exactness(resample, K=4, delta=0.5, dim=2, **dict(SMALL, dtype=np.float64))
+        assert rep.passed
+
     def test_defaults_come_from_the_one_table(self):
         cfg = harness_config(resample, 4, 0.5, 8, rng=0)
         assert OPTION_DEFAULTS["chunk_size"] == DEFAULT_CHUNK_SIZE == cfg.chunk_size
