@@ -40,6 +40,15 @@ def _device_dtype(target, device, dtype):
     dev = torch.device("cpu") if dev is None else torch.device(dev)
     dt = dtype if dtype is not None else getattr(target, "dtype", None)
     dt = torch.float32 if dt is None else dt
+    # a name or a NumPy dtype, as the NumPy backend takes them ("float32", np.float64)
+    named = {"float32": torch.float32, "float64": torch.float64}
+    if isinstance(dt, str):
+        dt = named.get(dt, dt)
+    elif not isinstance(dt, torch.dtype):
+        try:
+            dt = named.get(np.dtype(dt).name, dt)
+        except TypeError:
+            pass
     if dt not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dt}")
     return dev, dt

@@ -43,6 +43,15 @@ class TestValidation:
         with pytest.raises(ValueError, match="max_batch"):
             speculative_sample_torch(gm8, "dgrs", K=2, L=2, n_samples=4, rng=0, max_batch=0)
 
+    def test_dtype_names_as_on_numpy(self, gm8):
+        """``dtype="float32"`` (what the NumPy backend takes) raised a TypeError on torch."""
+        runs = [diffusion.speculative_sample(gm8, "rass", K=2, L=2, n_samples=20, n_steps=10, rng=0,
+                                             backend="torch", dtype=dt).samples
+                for dt in ("float32", torch.float32, np.float32)]
+        assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], runs[2])
+        with pytest.raises(TypeError, match="dtype must be torch.float32 or torch.float64"):
+            diffusion.speculative_sample(gm8, "rass", n_samples=4, backend="torch", dtype="float16")
+
     def test_rmc_needs_k1(self, gm8):
         with pytest.raises(ValueError, match="rmc.*K = 1"):
             speculative_sample_torch(gm8, "rmc", K=2, L=2, n_samples=4, rng=0)
