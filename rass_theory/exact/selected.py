@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import betaincinv, ndtr
+from scipy.special import betaincinv, ndtr, ndtri
 
 from rass_theory._validation import as_generator, check_delta, check_positive_int, check_weights
 from rass_theory.backend import NUMPY
@@ -260,10 +260,17 @@ class ResidualLaw:
         return out
 
     def ppf(self, q):
-        """Inverse CDF: the engine's draw (:func:`rass_theory.exact.laws.sample`) at ``u = q``."""
+        """Inverse CDF: the engine's draw (:func:`rass_theory.exact.laws.sample`) at ``u = q``;
+        ``+inf`` at ``q = 1`` (the support's upper end; the engine's window stops at ``L(K)``)."""
         q = _as_probabilities(q)
+        if self.mass == 0:                                  # g = f: the residual is f itself
+            return self.delta + ndtri(q)
         qf = q.ravel()
-        return sample(self._law, np.full(qf.size, self.delta), qf).reshape(q.shape)
+        out = np.full(qf.size, np.inf)
+        inner = qf < 1.0
+        if inner.any():
+            out[inner] = sample(self._law, np.full(int(inner.sum()), self.delta), qf[inner])
+        return out.reshape(q.shape)
 
     def rvs(self, size=None, rng=None, method: str = "inverse"):
         """Exact draws from the residual law.

@@ -84,6 +84,19 @@ class TestSelectedLaw:
 
 
 class TestResidualLaw:
+    def test_ppf_ends_and_empty_draws(self):
+        """ppf(1) is the support's upper end, +inf (it was the engine's window top, 12.7 at K = 2);
+        a residual with no mass (delta = 0) is f itself, ppf(0) = -inf (it was -37); rvs(0) is
+        empty (it raised on a zero-size reduction)."""
+        res = residual_law([0.5, 0.5], 1.0)
+        lo, mid, hi = res.ppf(np.array([0.0, 0.5, 1.0]))
+        assert lo == pytest.approx(res.crossings[0]) and hi == np.inf and res.cdf(np.array([mid]))[0] == pytest.approx(0.5)
+        assert res.rvs(0, 0).shape == (0,) and res.rvs((2, 0), 0).shape == (2, 0)
+        flat = residual_law([0.5, 0.5], 0.0)
+        assert flat.mass == 0.0
+        assert list(flat.ppf(np.array([0.0, 1.0]))) == [-np.inf, np.inf]
+        assert flat.ppf(np.array([0.3]))[0] == pytest.approx(stats.norm.ppf(0.3), abs=1e-15)
+
     @pytest.mark.parametrize("K, delta", [(1, 0.3), (2, 1.0), (4, 0.1), (6, 2.5), (16, 1.0)])
     def test_mass_equals_quadrature(self, K, delta, rng):
         w = rng.dirichlet(np.ones(K))
