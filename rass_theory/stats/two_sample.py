@@ -204,10 +204,13 @@ def _shift_for_power(z, D, n, q, rng, *, power: float = 0.8, n_splits: int = 20)
             hits += scale * (2 * sxy / (n * m_) - sxx / n ** 2 - syy / m_ ** 2) > q
         return hits / n_splits
 
-    lo, hi = 0.0, 0.05 * float(np.sqrt(np.mean(D ** 2)))
+    spread = float(np.sqrt(np.mean(D ** 2)))
+    if spread == 0.0:                # one point repeated: every shift m > 0 gives a statistic > q = 0
+        return 0.0
+    lo, hi = 0.0, 0.05 * spread
     while achieved(hi) < power:
         lo, hi = hi, 2 * hi
-        if hi > 1e6:
+        if hi > 1e6 * spread:          # relative to the data's scale (an absolute 1e6 was reached at once by data of scale 1e7)
             return float("inf")
     while hi - lo > 0.01 * hi:
         mid = 0.5 * (lo + hi)

@@ -40,3 +40,18 @@ def test_compare_samples_passes_on_one_law():
                              detectable=False, n_permutations=199)
     assert [t.name for t in res.tests] == ["energy", "c2st", "marginal_ks"]
     assert 0.0 < res.pvalue <= 1.0
+
+
+def test_energy_detectable_shift_on_degenerate_and_large_scale_samples():
+    """One point repeated made the shift search double 0 forever (a hang); data of scale 1e7 hit
+    an absolute cap at once and reported an infinite detectable shift.  The search is relative to
+    the data's spread: scaling the samples scales the detectable shift and keeps the p-value."""
+    same = ts.energy_distance_test(np.zeros((30, 4)), np.zeros((30, 4)), rng=0, n_permutations=99)
+    assert same.pvalue == 1.0 and same.detectable_mean_shift == 0.0
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((80, 3)), rng.standard_normal((80, 3))
+    small = ts.energy_distance_test(x, y, rng=1, n_permutations=99)
+    large = ts.energy_distance_test(1e7 * x, 1e7 * y, rng=1, n_permutations=99)
+    assert large.pvalue == small.pvalue
+    assert np.isfinite(large.detectable_mean_shift)
+    assert large.detectable_mean_shift / 1e7 == pytest.approx(small.detectable_mean_shift, rel=1e-9)
