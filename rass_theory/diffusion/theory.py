@@ -9,11 +9,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_K
+from .._validation import check_delta, check_K
 
 __all__ = ["SpeedupPrediction", "acceptance_curve", "predict_speedup"]
 
 _GRID_STEP = 0.1
+#: the tabulation grid stops here: beyond it every rule's acceptance is below ``(K + 1) Phi(-20) < 1e-80``
+#: for ``K <= 4096`` (a grid to ``max_delta = 1e6`` would need ten million solves)
+_GRID_TOP = 40.0
 
 
 _TABLES: dict = {}
@@ -78,10 +81,12 @@ def acceptance_curve(rule, K: int, *, max_delta: float = 10.0):
     ``delta`` (``rass``, ``threshold``, verifier objects) are tabulated on a grid of step
     ``h = 0.1`` on ``[0, max_delta]`` and interpolated linearly; the interpolation error is at
     most ``max|alpha''| h^2 / 8 < 1e-3`` for ``|alpha''| < 0.8``.  Deltas beyond the grid use
-    the last grid value.
+    the last grid value; the grid stops at ``delta = 40`` whatever ``max_delta`` (every rule's
+    acceptance is below ``1e-80`` there).
     """
     K = check_K(K)
-    top = float(np.ceil(max(float(max_delta), _GRID_STEP) / _GRID_STEP) * _GRID_STEP)
+    max_delta = min(check_delta(max_delta, name="max_delta"), _GRID_TOP)
+    top = float(np.ceil(max(max_delta, _GRID_STEP) / _GRID_STEP) * _GRID_STEP)
     if isinstance(rule, str):
         key = _canonical(rule)
         if key in ("rmc", "dgrs"):

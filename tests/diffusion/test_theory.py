@@ -30,6 +30,17 @@ class TestAcceptanceCurve:
         with pytest.raises(ValueError, match="K = 1"):
             acceptance_curve("rmc", 2)
 
+    def test_max_delta_is_checked_and_the_grid_capped(self):
+        """NaN raised "cannot convert float NaN to integer"; max_delta = 1e6 tabulated ten million
+        optimised acceptances (it never returned)."""
+        with pytest.raises(ValueError, match="max_delta must be finite"):
+            acceptance_curve("rass", 2, max_delta=float("nan"))
+        with pytest.raises(ValueError, match="max_delta must be >= 0"):
+            acceptance_curve("rass", 2, max_delta=-1.0)
+        far = acceptance_curve("rass", 2, max_delta=1e6)(np.array([1.0, 40.0, 1e6]))
+        assert far[0] == pytest.approx(rt.acceptance("rass", 2, 1.0), abs=1e-3)
+        assert far[1] == far[2] < 1e-80
+
 
 class TestPrediction:
     @pytest.mark.parametrize("verifier,K,L", [("rmc", 1, 3), ("dgrs", 2, 3)])
