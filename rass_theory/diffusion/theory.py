@@ -146,6 +146,23 @@ class SpeedupPrediction:
     widths: tuple = ()
 
 
+def _check_acceptance_table(A, n_std, prefetch, draft):
+    """``A`` as a float array ``(n_std, L, 4)`` of probabilities, and ``n_std``; ``ValueError`` naming the rule broken."""
+    from .._validation import check_positive_int
+
+    n_std = check_positive_int(n_std, "n_std")
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 3 or A.shape[0] < n_std or A.shape[1] < 1 or A.shape[2] != 4:
+        raise ValueError(f"A must have shape (n_std, L, 4) with n_std = {n_std} rows and L >= 1, got {A.shape}")
+    if not np.all((A >= 0.0) & (A <= 1.0)):
+        raise ValueError("A must hold acceptance probabilities in [0, 1] (no NaN)")
+    if prefetch not in ("nearest", "parent", "none"):
+        raise ValueError(f"prefetch must be one of ('nearest', 'parent', 'none'), got {prefetch!r}")
+    if draft not in ("frozen", "model"):
+        raise ValueError(f"draft must be 'frozen' or 'model', got {draft!r}")
+    return A, n_std
+
+
 def expected_calls(A: np.ndarray, *, n_std: int, prefetch: str, evaluate_leaves: bool, draft: str = "frozen") -> float:
     """Expected target calls per trajectory of the round-length dynamic programme.
 
@@ -179,6 +196,7 @@ def expected_calls(A: np.ndarray, *, n_std: int, prefetch: str, evaluate_leaves:
     evaluated.  ``C(n_std, .) = 0``; the frozen draft adds the initial evaluation and starts
     in class ``exact``.  Proof: ``proofs/P9-tree-exactness.md`` section 6.
     """
+    A, n_std = _check_acceptance_table(A, n_std, prefetch, draft)
     L = A.shape[1]
     EX, NE, PA, MO = range(4)
     C = np.zeros((n_std + 1, 4))
@@ -259,6 +277,9 @@ def predict_speedup(trace_or_run, verifier=None, K=None, L=None, *, rule=None) -
     if verifier is not None and rule is not None:
         raise ValueError("give the verifier once: verifier= or its older name rule=, not both")
     verifier = rule if verifier is None else verifier
+    if not isinstance(trace_or_run, DeltaTrace) and not hasattr(trace_or_run, "nodes"):
+        raise TypeError(f"trace_or_run must be a DeltaTrace or a speculative run (SpeculativeResult), "
+                        f"got {type(trace_or_run).__name__}")
     trace = trace_or_run if isinstance(trace_or_run, DeltaTrace) else DeltaTrace.from_run(trace_or_run)
     same_rule = verifier is None or (isinstance(verifier, str) and trace.verifier is not None
                                      and _canonical(verifier) == _canonical(trace.verifier))

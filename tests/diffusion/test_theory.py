@@ -42,6 +42,30 @@ class TestAcceptanceCurve:
         assert far[1] == far[2] < 1e-80
 
 
+class TestBadInput:
+    """A 1-d table gave "IndexError: tuple index out of range" and None an AttributeError."""
+
+    @pytest.mark.parametrize("A, match", [(np.array([0.5]), "shape"), (np.full((5, 3, 4), 0.5), "shape"),
+                                          (np.full((10, 3, 3), 0.5), "shape"), (np.full((10, 3, 4), 1.5), r"\[0, 1\]"),
+                                          (np.full((10, 3, 4), np.nan), "NaN")])
+    def test_expected_calls_table(self, A, match):
+        with pytest.raises(ValueError, match=match):
+            expected_calls(A, n_std=10, prefetch="nearest", evaluate_leaves=False)
+
+    def test_expected_calls_options(self):
+        A = np.full((10, 3, 4), 0.5)
+        with pytest.raises(ValueError, match="prefetch"):
+            expected_calls(A, n_std=10, prefetch="eager", evaluate_leaves=False)
+        with pytest.raises(ValueError, match="draft"):
+            expected_calls(A, n_std=10, prefetch="nearest", evaluate_leaves=False, draft="x")
+        with pytest.raises(ValueError, match="n_std"):
+            expected_calls(A, n_std=0, prefetch="nearest", evaluate_leaves=False)
+
+    def test_predict_speedup_needs_a_trace_or_a_run(self):
+        with pytest.raises(TypeError, match="trace_or_run must be a DeltaTrace"):
+            predict_speedup(None)
+
+
 class TestPrediction:
     @pytest.mark.parametrize("verifier,K,L", [("rmc", 1, 3), ("dgrs", 2, 3)])
     def test_prediction_within_se(self, gm16, verifier, K, L):
